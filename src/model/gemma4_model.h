@@ -1,0 +1,41 @@
+// The Gemma-4 text decoder, written once against the op interface (ops/backend.h).
+// One call of forward() runs every layer over a ragged batch (prefill chunks, decode tokens and
+// verify tokens mixed), writes new K/V into the paged cache and returns logits for the requested
+// rows.
+#pragma once
+#include "model/model_config.h"
+#include "model/weights.h"
+#include "ops/backend.h"
+
+namespace gs {
+
+struct ForwardOutput {
+  Tensor logits;   // f32 [R, V], after final soft-cap; a view into the model's workspace
+  Tensor hidden;   // [R, H] final-normed hidden state of the same rows (MTP drafter input)
+};
+
+class Gemma4Model {
+ public:
+  Gemma4Model(ModelConfig cfg, ModelWeights weights, Backend& backend);
+
+  const ModelConfig& config() const { return cfg_; }
+  const ModelWeights& weights() const { return w_; }
+  Backend& backend() { return be_; }
+
+  // Sizes the activation workspace for up to max_tokens rows per step and max_logit_rows
+  // logits rows. Called once at start-up; forward() never allocates after it.
+  void reserve(int max_tokens, int max_logit_rows);
+  size_t workspace_bytes() const;
+
+  // ids: i32 [T] on the device; logit_rows: i32 [R] rows of the batch whose logits are wanted.
+  ForwardOutput forward(const Tensor& ids, const AttentionBatch& batch, KvCache& cache, const Tensor& logit_rows);
+
+ private:
+  struct Workspace;
+  ModelConfig cfg_;
+  ModelWeights w_;
+  Backend& be_;
+  std::shared_ptr<Workspace> ws_;
+};
+
+}  // namespace gs

@@ -1,0 +1,106 @@
+// The structure of a Gemma-4 text decoder (or MTP assistant), derived from config.json alone.
+// See ../shared/gemma4-architecture.md §1 for every field; per-layer facts are precomputed in
+// `layers` so that no other code re-derives them.
+#pragma once
+#include <nlohmann/json_fwd.hpp>
+
+#include <string>
+#include <vector>
+
+namespace gs {
+
+enum class LayerType { Sliding, Full };
+enum class KvGroup { Sliding = 0, Full = 1 };  // the two KV pools
+constexpr int kNumKvGroups = 2;
+
+// inv_freq[i] = theta^(-2i/freq_dim) for i < rotary_pairs, 0 (identity) for rotary_pairs <= i < head_dim/2.
+// Rotate-half pairing (i, i + head_dim/2). Default RoPE: rotary_pairs = head_dim/2, freq_dim = head_dim.
+// Proportional RoPE (full layers): rotary_pairs = floor(partial * head_dim / 2), freq_dim = head_dim.
+struct RopeSpec {
+  float theta = 10000.f;
+  int head_dim = 256;
+  int rotary_pairs = 128;
+  int freq_dim = 256;
+};
+
+struct LayerSpec {
+  LayerType type = LayerType::Sliding;
+  int head_dim = 256;
+  int num_kv_heads = 1;
+  bool k_eq_v = false;       // full layer without v_proj: V = v_norm(raw K projection)
+  int intermediate = 0;      // dense MLP width (double on shared layers when use_double_wide_mlp)
+  int sliding_window = 0;    // W (keys with q - k < W are visible); 0 for full layers
+  RopeSpec rope;
+  bool owns_kv = true;       // false: KV-shared layer (or any assistant layer)
+  int kv_source = -1;        // layer whose cache it reads (itself when owns_kv; for an assistant,
+                             // the index of the target's layer)
+  int kv_slot = -1;          // index of the cache layer inside its group's pool
+  KvGroup group() const { return type == LayerType::Full ? KvGroup::Full : KvGroup::Sliding; }
+};
+
+struct ModelConfig {
+  std::string architecture;        // Gemma4ForConditionalGeneration | Gemma4ForCausalLM | Gemma4AssistantForCausalLM
+  std::string weight_prefix;       // "model.language_model." or "model."
+  bool is_assistant = false;
+
+  int vocab_size = 262144;
+  int hidden_size = 0;
+  int num_layers = 0;
+  int num_q_heads = 0;
+  int head_dim = 256;
+  int global_head_dim = 512;
+  int num_kv_heads = 0;
+  int num_global_kv_heads = 0;     // full layers when attention_k_eq_v
+  bool attention_k_eq_v = false;
+  int intermediate_size = 0;
+  bool use_double_wide_mlp = false;
+  int sliding_window = 512;
+  float rms_norm_eps = 1e-6f;
+  float final_logit_softcap = 0.f; // 0: none
+  int max_position_embeddings = 131072;
+  std::string bidirectional;       // "", "vision" or "all"
+
+  int ple_dim = 0;                 // hidden_size_per_layer_input; 0 disables PLE
+  int ple_vocab_size = 0;          // vocab_size_per_layer_input
+  int num_kv_shared_layers = 0;
+  int first_kv_shared_layer() const { return num_layers - num_kv_shared_layers; }
+
+  bool moe = false;
+  int num_experts = 0;
+  int top_k_experts = 0;
+  int moe_intermediate_size = 0;
+
+  RopeSpec rope_sliding;           // as configured, over head_dim
+  RopeSpec rope_full;              // over global_head_dim
+
+  int pad_token_id = 0, bos_token_id = 2;
+  std::vector<int> eos_token_ids{1};
+  int image_token_id = 258880, video_token_id = 258884, audio_token_id = 258881;
+  int boi_token_id = 255999, eoi_token_id = 258882;
+
+  // Assistant (MTP drafter) only.
+  int backbone_hidden_size = 0;
+  bool use_ordered_embeddings = false;
+  int num_centroids = 0;
+  int centroid_top_k = 0;
+
+  std::vector<LayerSpec> layers;
+
+  // Derived.
+  int num_cache_layers(KvGroup g) const;           // layers that own a cache in group g
+  int kv_heads(KvGroup g) const;                   // KV heads of the cache layers in group g
+  int kv_head_dim(KvGroup g) const;                // head dim of group g
+  size_t kv_bytes_per_token(KvGroup g, size_t elem_bytes) const;  // K+V over the group's cache layers
+  float embed_scale() const;                       // sqrt(hidden_size), not yet rounded
+  long long parameter_count() const;               // text weights the engine loads
+
+  // Parses a config.json (either the flat or the per_layer_config form). Throws gs::Error naming
+  // the field on anything missing or inconsistent.
+  static ModelConfig from_json(const nlohmann::json& j);
+  static ModelConfig from_file(const std::string& config_json_path);
+  // For an assistant: bind its layers to the target's caches (kv_source/kv_slot from the target).
+  void bind_assistant_to(const ModelConfig& target);
+  std::string describe() const;  // multi-line human-readable structure (gemmaserve inspect)
+};
+
+}  // namespace gs

@@ -1,0 +1,147 @@
+// The op interface. The Gemma-4 model (model/) is written once against it; backends
+// (kernels/cpu, kernels/cuda) implement it. Fusion lives inside ops, never in the model.
+//
+// Conventions
+// - Tensors are row-major and contiguous. "Rows" are tokens unless said otherwise.
+// - Activations have the backend's activation_dtype() (cpu: f32, cuda: bf16); ops accumulate in
+//   f32 and round once when they store. Weights may be bf16, f16 or f32 (cpu keeps the file's
+//   dtype, cuda stores bf16).
+// - Linear weights are [out, in] as in the checkpoint: matmul computes x · wᵀ.
+// - Every op may run asynchronously on the backend's stream; copy_to_host synchronises.
+// - An op never allocates on the hot path; the model owns its workspaces.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "model/model_config.h"
+#include "ops/attention_batch.h"
+#include "ops/kv_cache.h"
+
+namespace gs {
+
+// Where the q|k|v projection output of one attention layer comes from.
+enum class QkvLayout {
+  QKV,       // rows = [q (Nq·d) | k (Nkv·d) | v (Nkv·d)]
+  QK_SHARED, // rows = [q | k]; V = v_norm(raw k)   (attention_k_eq_v full layers)
+  Q_ONLY,    // rows = [q]; the layer reads another layer's cache (KV-shared, assistant)
+};
+
+struct AttentionParams {
+  int num_q_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;
+  int sliding_window = 0;       // 0: full causal; else keys with q - k < W are visible
+  bool mm_bidirectional = false;  // allow (q, k) when mm_block[q] == mm_block[k] >= 0
+  float scale = 1.0f;           // Gemma-4: 1.0
+};
+
+// Sampling controls of one logits row. temperature <= 0 means greedy (argmax, ties: lowest id).
+// top_k <= 0 / top_p >= 1 / min_p <= 0 disable those filters. Random draws come from a
+// counter-based generator keyed by (seed, step), so a seeded request samples the same tokens
+// whatever else is in the batch.
+struct SamplingRow {
+  float temperature = 0.f;
+  int top_k = 0;
+  float top_p = 1.f;
+  float min_p = 0.f;
+  uint64_t seed = 0;
+  uint64_t step = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;           // "cpu", "cuda:0 (NVIDIA H200)"
+  virtual Device device() const = 0;
+  virtual DType activation_dtype() const = 0;
+  virtual DType kv_dtype() const { return activation_dtype(); }
+  virtual DType weight_dtype(DType file_dtype) const = 0;  // storage dtype for a weight from a file
+
+  // ---- memory -------------------------------------------------------------------------------
+  virtual Tensor empty(DType dtype, Shape shape) = 0;
+  virtual void copy_from_host(const Tensor& dst, const void* src) = 0;  // dst.nbytes() bytes
+  virtual void copy_to_host(const Tensor& src, void* dst) = 0;          // synchronises
+  virtual void copy(const Tensor& dst, const Tensor& src) = 0;          // same dtype and numel
+  // Uploads a host tensor of any float dtype as a weight in weight_dtype(src.dtype).
+  virtual Tensor upload_weight(const Tensor& host_src) = 0;
+  // Fills with uniform random values in [-scale, scale] generated on the device (dummy weights).
+  virtual void fill_uniform(const Tensor& t, uint64_t seed, float scale) = 0;
+  virtual void fill(const Tensor& t, float value) = 0;
+  virtual size_t free_memory_bytes() const = 0;
+  virtual size_t total_memory_bytes() const = 0;
+  virtual void synchronize() = 0;
+  virtual KvCache allocate_kv_cache(const ModelConfig& cfg, int page_size, const int num_pages[kNumKvGroups]) = 0;
+
+  // ---- dense math ---------------------------------------------------------------------------
+  // out[T,N] = x[T,K] · w[N,K]ᵀ. out may be f32 even when activations are bf16 (logits).
+  virtual void matmul(const Tensor& x, const Tensor& w, const Tensor& out) = 0;
+  // out[t] = table[ids[t]] · scale (scale already rounded to the activation dtype by the caller).
+  virtual void embedding(const Tensor& table, const Tensor& ids, float scale, const Tensor& out) = 0;
+  // out = rms_norm(x) over the last dim, times weight when weight is non-null. out may alias x.
+  virtual void rms_norm(const Tensor& x, const Tensor* weight, float eps, const Tensor& out) = 0;
+  // residual = (residual + rms_norm(x)·weight) · out_scale, in place. (post-norm + residual add
+  // + layer_scalar in one pass.)
+  virtual void residual_add_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
+                                 float out_scale) = 0;
+  // out = a + b (same shape).
+  virtual void add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  // x = x · s, in place.
+  virtual void scale(const Tensor& x, float s) = 0;
+  // out[T,I] = gelu_tanh(gate_up[:, :I]) ⊙ gate_up[:, I:]   (gate_up is [T, 2I], gate first)
+  virtual void gelu_tanh_mul(const Tensor& gate_up, const Tensor& out) = 0;
+  // out = gelu_tanh(a) ⊙ b (same shape).
+  virtual void gelu_tanh_mul_pair(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  // Per-layer inputs (PLE), gemma4-architecture.md §2.3. proj: [T, L·P] (per_layer_model_projection
+  // of the scaled embeddings); table: [V, L·P]; out: [L, T, P] (layer-major, so each layer reads a
+  // contiguous slice).
+  //   out[l,t] = (rms_norm(round(proj[t,l] · proj_scale)) · norm_w + round(table[ids[t], l] · table_scale)) · combine_scale
+  virtual void per_layer_inputs(const Tensor& proj, const Tensor& table, const Tensor& ids, const Tensor& norm_w,
+                                float proj_scale, float table_scale, float combine_scale, float eps,
+                                const Tensor& out) = 0;
+  // out[r] = x[rows[r]]
+  virtual void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& out) = 0;
+  // x = cap · tanh(x / cap), in place.
+  virtual void softcap(const Tensor& x, float cap) = 0;
+
+  // ---- attention ----------------------------------------------------------------------------
+  // From one layer's projection output `qkv` ([T, width] per QkvLayout): q = RoPE(q_norm(q)) into
+  // q_out [T, Nq·d]; unless Q_ONLY, k = RoPE(k_norm(k)) and v = v_norm(v or raw k) are written into
+  // the cache layer `cache_layer` of `pool` at batch.slot_mapping[group]. RoPE angles use
+  // batch.positions.
+  virtual void qkv_prepare(const Tensor& qkv, QkvLayout layout, const AttentionParams& p, const RopeSpec& rope,
+                           const Tensor& q_norm_w, const Tensor* k_norm_w, float eps, const AttentionBatch& batch,
+                           KvGroup group, KvPool& pool, int cache_layer, const Tensor& q_out) = 0;
+  // out[T, Nq·d] = softmax(q·kᵀ·scale + mask)·v over the paged cache of `cache_layer`. Mask: causal
+  // (k ≤ q), plus q - k < W when sliding, OR the vision-block overlay when mm_bidirectional.
+  virtual void attention(const Tensor& q, const AttentionBatch& batch, KvGroup group, const KvPool& pool,
+                         int cache_layer, const AttentionParams& p, const Tensor& out) = 0;
+
+  // ---- mixture of experts (26B-A4B), §2.8 ---------------------------------------------------
+  // Router on the residual r [T,H]: z = rms_norm(r)·router_scale·in_scale; logits = z·projᵀ;
+  // softmax over all experts; top-k; renormalise; × per_expert_scale. ids: i32 [T,k]; weights: f32 [T,k].
+  virtual void moe_route(const Tensor& r, const Tensor& router_scale, const Tensor& router_proj,
+                         const Tensor& per_expert_scale, float in_scale, float eps, int top_k, const Tensor& ids,
+                         const Tensor& weights) = 0;
+  // out[t] = Σ_j weights[t,j] · down[e](gelu_tanh(g) ⊙ u), [g|u] = x[t]·gate_up[e]ᵀ, e = ids[t,j].
+  // gate_up: [E, 2I, H]; down: [E, H, I].
+  virtual void moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
+                           const Tensor& down, const Tensor& out) = 0;
+
+  // ---- sampling -----------------------------------------------------------------------------
+  // logits [R, V] f32 → token ids [R] i32 and the log-probability of each chosen token [R] f32
+  // (under the unfiltered distribution at temperature 1, as OpenAI's logprobs report).
+  // rows: host array of R sampling rows.
+  virtual void sample(const Tensor& logits, const std::vector<SamplingRow>& rows, const Tensor& out_ids,
+                      const Tensor& out_logprobs) = 0;
+  // Adds penalties in place: logits[r, tok] -= presence·(count>0) + frequency·count, where
+  // (token, count) pairs per row come from the host (OpenAI presence/frequency penalties).
+  virtual void apply_penalties(const Tensor& logits, const std::vector<std::vector<std::pair<int, int>>>& counts,
+                               const std::vector<float>& presence, const std::vector<float>& frequency) = 0;
+  // Top-n log-probabilities per row (log_softmax of logits): ids [R, n] i32, logprobs [R, n] f32.
+  virtual void top_logprobs(const Tensor& logits, int n, const Tensor& ids, const Tensor& logprobs) = 0;
+};
+
+}  // namespace gs
