@@ -1,0 +1,83 @@
+// The serving engine: owns the model's KV cache, the scheduler and the runner, and runs one
+// background thread that turns submitted GenerationRequests into RequestOutputs on each request's
+// OutputChannel. The HTTP server (and `gemmaserve run`) talk to the engine only through this class.
+//
+// Threading: submit/abort/stats may be called from any thread. Everything else (pages, scheduling,
+// the model) belongs to the engine thread.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/request.h"
+#include "model/gemma4_model.h"
+#include "model/model_config.h"
+
+namespace gs {
+
+// Field names follow vLLM / SGLang so the command-line flags read the same.
+struct EngineOptions {
+  int max_num_seqs = 64;              // cap on requests running at once
+  int max_num_batched_tokens = 2048;  // token budget of one step (decodes + prefill chunks)
+  int max_model_len = 0;              // prompt + output cap; 0: the model's max_position_embeddings
+  int page_size = 16;                 // tokens per KV page (both pools)
+  double gpu_memory_utilization = 0.90;  // cuda: fraction of total device memory the engine may use
+  size_t kv_cache_memory_bytes = 0;   // explicit KV budget (both pools); 0: cuda derives it from
+                                      // gpu_memory_utilization, cpu uses 1 GiB
+  double swa_full_tokens_ratio = 0;   // sliding-pool tokens per full-pool token; 0: derived (memory_plan.h)
+  bool enable_prefix_caching = true;
+  int max_queue = 1024;               // waiting requests beyond this are rejected with 429
+  bool debug_page_checks = false;     // validate every page-table entry before each step
+  uint64_t seed = 0;                  // base of the per-request seeds of unseeded requests; 0: random
+};
+
+struct EngineStats {
+  int running = 0, waiting = 0;
+  int pages_used[kNumKvGroups] = {0, 0};   // held by requests or kept by the prefix cache
+  int pages_total[kNumKvGroups] = {0, 0};
+  int page_size = 0;
+  uint64_t prefix_queries = 0;   // prompt tokens looked up in the prefix cache
+  uint64_t prefix_hits = 0;      // of those, tokens served from it
+  uint64_t prompt_tokens = 0;
+  uint64_t generation_tokens = 0;
+  uint64_t preemptions = 0;
+  uint64_t steps = 0;
+};
+
+class Engine {
+ public:
+  Engine(std::shared_ptr<Gemma4Model> model, EngineOptions opts);
+  ~Engine();  // stop()s
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  void start();
+  // Aborts every running and waiting request (each gets a final FinishReason::Abort output) and
+  // returns after the engine thread has joined. Idempotent.
+  void stop();
+
+  struct SubmitResult {
+    bool ok = false;
+    int http_status = 200;   // 400 for bad requests, 429 when the queue is full, 503 when stopped
+    std::string error;
+  };
+  // Rejects (without touching the output channel): empty prompt, prompt + max_tokens over
+  // max_model_len, a token id outside the vocabulary, a duplicate id, a full queue.
+  SubmitResult submit(GenerationRequest req);
+  // Unknown or finished ids are ignored. The request's pages are freed at the next engine step and
+  // its channel receives a final FinishReason::Abort output.
+  void abort(const std::string& request_id);
+
+  EngineStats stats() const;
+  const ModelConfig& model_config() const;
+  int max_model_len() const;
+  const EngineOptions& options() const;
+  std::string memory_plan() const;  // the multi-line plan printed at start-up
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace gs
