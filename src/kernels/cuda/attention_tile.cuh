@@ -1,0 +1,359 @@
+// One CTA of paged attention: a tile of packed query rows against a range of key tiles of one KV
+// head, FlashAttention-2 style (online softmax in f32, tensor-core products, K/V tiles gathered
+// through the page table with cp.async, STAGES deep).
+//
+// Rows. The query heads that share a KV head are packed into the rows of one tile: packed row
+// pr = i·group + g is query token i of the sequence, query head kvh·group + g. K and V are read
+// once per group instead of once per query head, and a decode step (q_len = 1) still fills
+// `group` rows of the tensor-core tile.
+//
+// Warps. WM × WN warps; warp (wm, wn) owns query rows [16·wm, 16·wm + 16). Head dims 256 and 512
+// are too wide for one warp to hold a 16 × d f32 O accumulator (512 columns = 256 registers per
+// thread), so the work is split two ways that need the same rows but different columns:
+//   S = Q·Kᵀ: warp wn computes the scores of key columns [wn·BN/WN, (wn+1)·BN/WN) over the full d;
+//   O += P·V: warp wn accumulates output columns [wn·d/WN, (wn+1)·d/WN) over all BN keys.
+// The two meet in shared memory: the row maxima are exchanged (every warp then applies the same
+// running max, so the partial row sums each warp keeps add up exactly at the end), and P is
+// written as bf16 and read back as the A operand of P·V. Per warp this keeps O at 16 × d/WN
+// (64 or 128 registers per thread) and S at 16 × BN/WN.
+//
+// Key range. Only key tiles that can hold a visible key are visited: causal stops after the
+// largest query position of the tile, a sliding window starts at (smallest position − W + 1), so
+// freed sliding pages below the window are never touched. The vision overlay can add keys of the
+// current step that lie beyond those bounds, so tiles with vision rows also cover the step's own
+// keys. Tiles that are entirely visible to every row skip the per-element mask.
+//
+// Splits. With num_splits > 1 (few CTAs: decode, verify, short prefills), split s of a CTA takes
+// the s-th equal share of its key tiles and writes unnormalised O with its running max and sum
+// to the workspace; attention_combine merges the shares.
+#pragma once
+#include <cuda_bf16.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdint>
+
+#include "kernels/cuda/attention_mma.cuh"
+#include "kernels/cuda/attention_params.cuh"
+#include "kernels/cuda/cuda_check.h"
+
+namespace gs::cuda::attn {
+
+template <int HD, int WM, int WN, int BN, int STAGES>
+struct TileConfig {
+  static constexpr int kHeadDim = HD;
+  static constexpr int kBlockM = 16 * WM;          // packed query rows per CTA
+  static constexpr int kBlockN = BN;               // keys per tile
+  static constexpr int kStages = STAGES;
+  static constexpr int kWarpsN = WN;
+  static constexpr int kThreads = 32 * WM * WN;
+  static constexpr int kChunks = HD / 8;           // 16-byte chunks in one head-dim row
+  static constexpr int kKeysPerWarp = BN / WN;     // S columns of one warp
+  static constexpr int kSTiles = kKeysPerWarp / 8;
+  static constexpr int kDimsPerWarp = HD / WN;     // O columns of one warp
+  static constexpr int kOTiles = kDimsPerWarp / 8;
+  static constexpr int kPStride = BN + 8;          // P rows padded by 16 bytes: conflict-free ldmatrix
+  static constexpr size_t kSmemBytes =
+      size_t(kBlockM) * HD * 2                     // Q
+      + size_t(2) * STAGES * BN * HD * 2           // K, V stages
+      + size_t(kBlockM) * kPStride * 2             // P
+      + size_t(2) * WN * kBlockM * 4               // row max / row sum exchange
+      + size_t(2) * kBlockM * 4                    // row positions, row vision blocks
+      + size_t(STAGES) * BN * 4;                   // key vision blocks per stage
+  static_assert(kKeysPerWarp >= 8 && kKeysPerWarp % 8 == 0, "each warp needs whole n8 tiles of S");
+  static_assert(kSTiles == 1 || kSTiles % 2 == 0, "S tiles are loaded in pairs");
+  static_assert(kOTiles % 2 == 0 && BN % 16 == 0, "P·V walks k16 steps and n8 pairs");
+  static_assert(kThreads % kChunks == 0 || kChunks % kThreads == 0, "uniform chunk ownership");
+  static_assert(STAGES >= 2, "double buffering at least");
+};
+
+template <class C>
+__global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const TileArgs a) {
+  constexpr int HD = C::kHeadDim, BM = C::kBlockM, BN = C::kBlockN, ST = C::kStages;
+  constexpr int WN = C::kWarpsN;
+  constexpr int NT = C::kThreads;
+  using bf16 = __nv_bfloat16;
+
+  extern __shared__ __align__(128) uint8_t smem[];
+  bf16* sQ = reinterpret_cast<bf16*>(smem);
+  bf16* sK = sQ + BM * HD;
+  bf16* sV = sK + ST * BN * HD;
+  bf16* sP = sV + ST * BN * HD;
+  float* sMax = reinterpret_cast<float*>(sP + BM * C::kPStride);
+  float* sSum = sMax + WN * BM;
+  int* sRowPos = reinterpret_cast<int*>(sSum + WN * BM);
+  int* sRowBlk = sRowPos + BM;
+  int* sKeyBlk = sRowBlk + BM;
+
+  const int seq = blockIdx.z;
+  const int kvh = blockIdx.y / a.num_splits;
+  const int split = blockIdx.y % a.num_splits;
+  const int q_tile = gridDim.x - 1 - blockIdx.x;  // last tiles (most keys under causal) start first
+  const int q0 = a.q_start[seq];
+  const int q_len = a.q_start[seq + 1] - q0;
+  const int rows = q_len * a.group;
+  const int row0 = q_tile * BM;
+  if (row0 >= rows) return;  // the grid covers the longest sequence; shorter ones leave tiles idle
+  const int kv_len = a.kv_len[seq];
+  const int first_new_key = kv_len - q_len;  // keys of this step's rows: [first_new_key, kv_len)
+  const int* page_table = a.page_table + int64_t(seq) * a.max_pages;
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int wm = warp / WN, wn = warp % WN;
+
+  for (int r = tid; r < BM; r += NT) {
+    int pos = -1, blk = -1;
+    if (row0 + r < rows) {
+      const int t = q0 + (row0 + r) / a.group;
+      pos = a.positions[t];
+      if (a.mm_block) blk = a.mm_block[t];
+    }
+    sRowPos[r] = pos;
+    sRowBlk[r] = blk;
+  }
+  for (int i = tid; i < BM * C::kChunks; i += NT) {
+    const int r = i / C::kChunks, c = i % C::kChunks, pr = row0 + r;
+    const bool ok = pr < rows;
+    const bf16* src = a.q;
+    if (ok) {
+      const int t = q0 + pr / a.group, head = kvh * a.group + pr % a.group;
+      src = a.q + (int64_t(t) * a.num_q_heads + head) * HD + c * 8;
+    }
+    cp_async16(sQ + swz<HD>(r, c), src, ok);
+  }
+  __syncthreads();
+
+  int pmin = INT_MAX, pmax = -1;
+  bool any_mm = false;
+  for (int r = 0; r < BM; ++r) {
+    const int p = sRowPos[r];
+    if (p >= 0) pmin = min(pmin, p), pmax = max(pmax, p);
+    any_mm |= sRowBlk[r] >= 0;
+  }
+  int lo = 0, hi = min(kv_len, pmax + 1);
+  if (a.window > 0) lo = max(0, pmin - a.window + 1);
+  if (any_mm) hi = kv_len, lo = min(lo, max(0, first_new_key));
+  hi = max(hi, lo);
+  const int tiles_lo = lo / BN, tiles_hi = (hi + BN - 1) / BN;
+  const int per_split = (tiles_hi - tiles_lo + a.num_splits - 1) / a.num_splits;
+  const int t_begin = tiles_lo + split * per_split;
+  const int n_tiles = max(0, min(tiles_hi, t_begin + per_split) - t_begin);
+
+  // Issues the copies of key tile `tile` into stage `stage`. Keys past kv_len and keys on freed
+  // pages (-1) are zero-filled without a read.
+  auto load_kv = [&](int tile, int stage) {
+    const int k0 = tile * BN;
+    bf16* dK = sK + stage * BN * HD;
+    bf16* dV = sV + stage * BN * HD;
+    for (int i = tid; i < BN * C::kChunks; i += NT) {
+      const int r = i / C::kChunks, c = i % C::kChunks, key = k0 + r;
+      const bf16* srcK = a.k;
+      const bf16* srcV = a.v;
+      bool ok = false;
+      if (key < kv_len) {
+        const int page = page_table[key / a.page_size];
+        if (page >= 0) {
+          const int64_t off = int64_t(page) * a.page_stride + int64_t(key % a.page_size) * a.token_stride +
+                              kvh * HD + c * 8;
+          srcK = a.k + off, srcV = a.v + off, ok = true;
+        }
+      }
+      cp_async16(dK + swz<HD>(r, c), srcK, ok);
+      cp_async16(dV + swz<HD>(r, c), srcV, ok);
+    }
+    if (any_mm)
+      for (int r = tid; r < BN; r += NT) {
+        const int key = k0 + r;
+        sKeyBlk[stage * BN + r] =
+            (key >= first_new_key && key < kv_len) ? a.mm_block[q0 + key - first_new_key] : -1;
+      }
+  };
+
+#pragma unroll
+  for (int s = 0; s < ST - 1; ++s) {
+    if (s < n_tiles) load_kv(t_begin + s, s);
+    cp_async_commit();  // always commit: group i holds tile i (group 0 also holds Q)
+  }
+
+  float o[C::kOTiles][4];
+#pragma unroll
+  for (int j = 0; j < C::kOTiles; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+  const int r_lo = wm * 16 + (lane >> 2);
+  const int row_of[2] = {r_lo, r_lo + 8};
+  const int qpos[2] = {sRowPos[r_lo], sRowPos[r_lo + 8]};
+  const int qblk[2] = {sRowBlk[r_lo], sRowBlk[r_lo + 8]};
+
+  for (int it = 0; it < n_tiles; ++it) {
+    const int tile = t_begin + it, stage = it % ST;
+    __syncthreads();  // the stage refilled below was last read in iteration it - 1
+    if (it + ST - 1 < n_tiles) load_kv(tile + ST - 1, (it + ST - 1) % ST);
+    cp_async_commit();
+    cp_async_wait<ST - 1>();
+    __syncthreads();
+    const bf16* tK = sK + stage * BN * HD;
+    const bf16* tV = sV + stage * BN * HD;
+
+    // S = Q·Kᵀ for rows of wm, keys of wn.
+    float s[C::kSTiles][4];
+#pragma unroll
+    for (int j = 0; j < C::kSTiles; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < HD / 16; ++kk) {
+      uint32_t qa[4];
+      ldmatrix_x4(qa, sQ + swz<HD>(wm * 16 + (lane & 15), kk * 2 + (lane >> 4)));
+      if constexpr (C::kSTiles == 1) {
+        uint32_t kb[2];
+        ldmatrix_x2(kb, tK + swz<HD>(wn * C::kKeysPerWarp + (lane & 7), kk * 2 + ((lane >> 3) & 1)));
+        mma_bf16_16816(s[0], qa, kb[0], kb[1]);
+      } else {
+#pragma unroll
+        for (int np = 0; np < C::kSTiles / 2; ++np) {
+          uint32_t kb[4];
+          ldmatrix_x4(kb, tK + swz<HD>(wn * C::kKeysPerWarp + np * 16 + (lane & 7) + ((lane >> 4) << 3),
+                                       kk * 2 + ((lane >> 3) & 1)));
+          mma_bf16_16816(s[2 * np], qa, kb[0], kb[1]);
+          mma_bf16_16816(s[2 * np + 1], qa, kb[2], kb[3]);
+        }
+      }
+    }
+
+    // Scale (log2 domain), mask, row maxima.
+    const int k0 = tile * BN;
+    const bool all_visible =
+        k0 + BN <= kv_len && k0 + BN - 1 <= pmin && (a.window == 0 || pmax - k0 < a.window);
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int j = 0; j < C::kSTiles; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int h = e >> 1;
+        float x = s[j][e] * a.scale_log2;
+        if (!all_visible) {
+          const int kl = wn * C::kKeysPerWarp + j * 8 + (lane & 3) * 2 + (e & 1);
+          const int key = k0 + kl;
+          const bool causal_ok = key <= qpos[h] && (a.window == 0 || qpos[h] - key < a.window);
+          const bool vision_ok = qblk[h] >= 0 && sKeyBlk[stage * BN + kl] == qblk[h];
+          if (!(key < kv_len && (causal_ok || vision_ok))) x = -INFINITY;
+        }
+        s[j][e] = x;
+        mx[h] = fmaxf(mx[h], x);
+      }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+    }
+    if ((lane & 3) == 0) sMax[wn * BM + row_of[0]] = mx[0], sMax[wn * BM + row_of[1]] = mx[1];
+    __syncthreads();
+
+    // Online softmax: every warp of a row reads the same maxima, so all apply the same rescale.
+    float base[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float m_new = m_run[h];
+#pragma unroll
+      for (int w = 0; w < WN; ++w) m_new = fmaxf(m_new, sMax[w * BM + row_of[h]]);
+      base[h] = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing visible yet stays at zero
+      const float alpha = exp2f(m_run[h] - base[h]);
+      m_run[h] = m_new;
+      l_run[h] *= alpha;
+#pragma unroll
+      for (int j = 0; j < C::kOTiles; ++j) o[j][2 * h] *= alpha, o[j][2 * h + 1] *= alpha;
+    }
+#pragma unroll
+    for (int j = 0; j < C::kSTiles; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[j][e] = exp2f(s[j][e] - base[e >> 1]);
+        l_run[e >> 1] += s[j][e];
+      }
+      const int col = wn * C::kKeysPerWarp + j * 8 + (lane & 3) * 2;
+      *reinterpret_cast<uint32_t*>(sP + row_of[0] * C::kPStride + col) = pack_bf16x2(s[j][0], s[j][1]);
+      *reinterpret_cast<uint32_t*>(sP + row_of[1] * C::kPStride + col) = pack_bf16x2(s[j][2], s[j][3]);
+    }
+    __syncthreads();
+
+    // O += P·V for rows of wm, output columns of wn.
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      uint32_t pa[4];
+      ldmatrix_x4(pa, sP + (wm * 16 + (lane & 15)) * C::kPStride + kk * 16 + (lane >> 4) * 8);
+#pragma unroll
+      for (int dp = 0; dp < C::kOTiles / 2; ++dp) {
+        uint32_t vb[4];
+        ldmatrix_x4_trans(vb, tV + swz<HD>(kk * 16 + (lane & 7) + (((lane >> 3) & 1) << 3),
+                                           wn * (C::kDimsPerWarp / 8) + dp * 2 + (lane >> 4)));
+        mma_bf16_16816(o[2 * dp], pa, vb[0], vb[1]);
+        mma_bf16_16816(o[2 * dp + 1], pa, vb[2], vb[3]);
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+  // Each warp summed only its own key columns: add the quad lanes, then the WN warps of a row.
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 1);
+    l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 2);
+  }
+  if ((lane & 3) == 0) sSum[wn * BM + row_of[0]] = l_run[0], sSum[wn * BM + row_of[1]] = l_run[1];
+  __syncthreads();
+
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int pr = row0 + row_of[h];
+    if (pr >= rows) continue;
+    float l = 0.f;
+#pragma unroll
+    for (int w = 0; w < WN; ++w) l += sSum[w * BM + row_of[h]];
+    const int t = q0 + pr / a.group, head = kvh * a.group + pr % a.group;
+    const int col = wn * C::kDimsPerWarp + (lane & 3) * 2;
+    if (a.num_splits == 1) {
+      const float inv = l > 0.f ? 1.f / l : 0.f;
+      bf16* dst = a.out + (int64_t(t) * a.num_q_heads + head) * HD + col;
+#pragma unroll
+      for (int j = 0; j < C::kOTiles; ++j)
+        *reinterpret_cast<uint32_t*>(dst + j * 8) = pack_bf16x2(o[j][2 * h] * inv, o[j][2 * h + 1] * inv);
+    } else {
+      const int64_t prow = (int64_t(split) * a.num_tokens + t) * a.num_q_heads + head;
+      float* dst = a.part_o + prow * HD + col;
+#pragma unroll
+      for (int j = 0; j < C::kOTiles; ++j)
+        *reinterpret_cast<float2*>(dst + j * 8) = make_float2(o[j][2 * h], o[j][2 * h + 1]);
+      if (wn == 0 && (lane & 3) == 0) a.part_ml[2 * prow] = m_run[h], a.part_ml[2 * prow + 1] = l;
+    }
+  }
+}
+
+// Opts the kernel of C into its shared-memory size (above the 48 KB default), once per device.
+template <class C>
+void enable_tile_smem() {
+  static std::atomic<uint64_t> done_devices{0};
+  int dev = 0;
+  GS_CUDA_CHECK(cudaGetDevice(&dev));
+  const uint64_t bit = uint64_t(1) << (dev & 63);
+  if (done_devices.load(std::memory_order_acquire) & bit) return;
+  GS_CUDA_CHECK(cudaFuncSetAttribute(attention_tile_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                     int(C::kSmemBytes)));
+  done_devices.fetch_or(bit, std::memory_order_acq_rel);
+}
+
+template <class C>
+void launch_tile_config(const TileArgs& a, const TileGrid& g, cudaStream_t stream) {
+  enable_tile_smem<C>();
+  const dim3 grid(g.q_tiles, g.kv_heads * a.num_splits, g.num_seqs);
+  attention_tile_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(a);
+  GS_CUDA_LAUNCHED("attention_tile_kernel");
+}
+
+template <class C>
+int tile_config_occupancy() {
+  enable_tile_smem<C>();
+  int blocks = 0;
+  GS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, attention_tile_kernel<C>, C::kThreads,
+                                                              C::kSmemBytes));
+  return blocks > 0 ? blocks : 1;
+}
+
+}  // namespace gs::cuda::attn
