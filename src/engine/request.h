@@ -5,6 +5,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -54,6 +55,7 @@ class OutputChannel {
   void push(RequestOutput out);
   // Waits up to `timeout`; nullopt on timeout.
   std::optional<RequestOutput> pop(std::chrono::milliseconds timeout);
+  // True once an output with finish != None was pushed (it may still be queued).
   bool finished() const;
 
  private:

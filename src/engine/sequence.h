@@ -1,0 +1,45 @@
+// The engine's state of one request while it waits or runs: its tokens (prompt, then generated),
+// how many of them have K/V in the cache, and its pages. Owned by the scheduler; touched only on
+// the engine thread.
+#pragma once
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+#include "engine/kv_manager.h"
+#include "engine/request.h"
+
+namespace gs {
+
+struct Sequence {
+  enum class State { Waiting, Running };
+
+  GenerationRequest req;
+  std::vector<int> tokens;       // prompt, then every generated token
+  int prompt_len = 0;
+  int num_computed = 0;          // leading tokens whose K/V is in the cache
+  int cached_prompt_tokens = 0;  // served by the prefix cache at first admission (usage report)
+  bool admitted_once = false;
+  SeqPages pages;
+  State state = State::Waiting;
+  uint64_t seed = 0;             // sampling seed: the request's, or one drawn at submission
+  int num_preemptions = 0;
+
+  std::unordered_map<int, int> output_counts;  // generated token -> count (presence/frequency penalties)
+  std::vector<TokenLogprob> prompt_logprobs;   // [prompt_len] when asked; entry 0 stays empty
+  bool first_output_sent = false;
+
+  bool in_plan = false;          // scheduler scratch: already given a chunk in the step being built
+
+  int num_generated() const { return int(tokens.size()) - prompt_len; }
+  int remaining() const { return int(tokens.size()) - num_computed; }
+  // Vision block id of token position p (-1 for text and for generated tokens).
+  int mm_block(int p) const { return p < int(req.mm_block.size()) ? req.mm_block[p] : -1; }
+  bool has_images() const {
+    for (int b : req.mm_block)
+      if (b >= 0) return true;
+    return false;
+  }
+};
+
+}  // namespace gs
