@@ -1,0 +1,177 @@
+// The CPU backend: host memory, f32 activations and KV, weights kept in the checkpoint's dtype.
+// Each op forwards to its implementation in the cpu_*.cpp files.
+#include "kernels/cpu/cpu_backend.h"
+
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "kernels/cpu/cpu_ops.h"
+#include "ops/sampling_rng.h"
+
+namespace gs {
+namespace {
+
+// A /proc/meminfo field in bytes (0 when absent).
+size_t meminfo_bytes(const char* key) {
+  std::ifstream f("/proc/meminfo");
+  std::string line;
+  const size_t klen = std::strlen(key);
+  while (std::getline(f, line)) {
+    if (line.compare(0, klen, key) == 0 && line.size() > klen && line[klen] == ':') {
+      std::istringstream is(line.substr(klen + 1));
+      size_t kib = 0;
+      is >> kib;
+      return kib * 1024;
+    }
+  }
+  return 0;
+}
+
+class CpuBackend final : public Backend {
+ public:
+  explicit CpuBackend(int threads) : pool_(threads > 0 ? threads : cpu::ThreadPool::default_threads()) {}
+
+  std::string name() const override { return "cpu"; }
+  Device device() const override { return Device::CPU; }
+  DType activation_dtype() const override { return DType::F32; }
+  DType kv_dtype() const override { return DType::F32; }
+  DType weight_dtype(DType file_dtype) const override {
+    GS_CHECK(file_dtype == DType::F32 || file_dtype == DType::BF16 || file_dtype == DType::F16,
+             "cpu backend: weights must be f32, bf16 or f16, got {}", dtype_name(file_dtype));
+    return file_dtype;
+  }
+
+  // ---- memory ---------------------------------------------------------------------------------
+  Tensor empty(DType dtype, Shape shape) override { return host_tensor(dtype, shape); }
+  void copy_from_host(const Tensor& dst, const void* src) override {
+    if (dst.nbytes()) std::memcpy(dst.data, src, dst.nbytes());
+  }
+  void copy_to_host(const Tensor& src, void* dst) override {
+    if (src.nbytes()) std::memcpy(dst, src.data, src.nbytes());
+  }
+  void copy(const Tensor& dst, const Tensor& src) override {
+    GS_CHECK(dst.dtype == src.dtype && dst.numel() == src.numel(), "cpu copy: {} <- {}", dst.str(), src.str());
+    if (dst.nbytes() && dst.data != src.data) std::memmove(dst.data, src.data, dst.nbytes());
+  }
+  Tensor upload_weight(const Tensor& host_src) override {
+    weight_dtype(host_src.dtype);
+    // A tensor that owns (or shares ownership of) its memory, e.g. a mapped checkpoint, is used
+    // in place: weights are never written. Borrowed memory is copied so its owner may go away.
+    if (host_src.storage) return host_src;
+    Tensor t = host_tensor(host_src.dtype, host_src.shape);
+    copy_from_host(t, host_src.data);
+    return t;
+  }
+  void fill_uniform(const Tensor& t, uint64_t seed, float scale) override {
+    cpu::check_float("fill_uniform", t, "t");
+    pool_.parallel_for(t.numel(), 1 << 14, [&](int64_t i0, int64_t i1) {
+      for (int64_t i = i0; i < i1; ++i) cpu::store(t, i, rng::fill_value(seed, uint64_t(i), scale));
+    });
+  }
+  void fill(const Tensor& t, float value) override {
+    if (t.dtype == DType::I32) {
+      for (int64_t i = 0; i < t.numel(); ++i) t.ptr<int>()[i] = int(value);
+      return;
+    }
+    cpu::check_float("fill", t, "t");
+    for (int64_t i = 0; i < t.numel(); ++i) cpu::store(t, i, value);
+  }
+  size_t free_memory_bytes() const override { return meminfo_bytes("MemAvailable"); }
+  size_t total_memory_bytes() const override { return meminfo_bytes("MemTotal"); }
+  void synchronize() override {}
+
+  KvCache allocate_kv_cache(const ModelConfig& cfg, int page_size, const int num_pages[kNumKvGroups]) override {
+    GS_CHECK(page_size > 0, "cpu allocate_kv_cache: page size {} must be positive", page_size);
+    KvCache cache;
+    for (int g = 0; g < kNumKvGroups; ++g) {
+      KvPool& p = cache.pools[g];
+      p.page_size = page_size;
+      p.num_pages = num_pages[g];
+      GS_CHECK(p.num_pages >= 0, "cpu allocate_kv_cache: {} pages", p.num_pages);
+      for (const LayerSpec& l : cfg.layers) {
+        if (!l.owns_kv || int(l.group()) != g) continue;
+        if (p.cache_layers > 0)
+          GS_CHECK(p.kv_heads == l.num_kv_heads && p.head_dim == l.head_dim,
+                   "cpu allocate_kv_cache: layers of one KV group disagree on heads/head dim ({}×{} vs {}×{})",
+                   p.kv_heads, p.head_dim, l.num_kv_heads, l.head_dim);
+        p.kv_heads = l.num_kv_heads;
+        p.head_dim = l.head_dim;
+        ++p.cache_layers;
+      }
+      const Shape shape{p.cache_layers, p.num_pages, page_size, p.kv_heads, p.head_dim};
+      p.k = host_tensor(DType::F32, shape);
+      p.v = host_tensor(DType::F32, shape);
+    }
+    return cache;
+  }
+
+  // ---- dense math -----------------------------------------------------------------------------
+  void matmul(const Tensor& x, const Tensor& w, const Tensor& out) override { cpu::matmul(pool_, x, w, out); }
+  void embedding(const Tensor& table, const Tensor& ids, float scale, const Tensor& out) override {
+    cpu::embedding(pool_, table, ids, scale, out);
+  }
+  void rms_norm(const Tensor& x, const Tensor* weight, float eps, const Tensor& out) override {
+    cpu::rms_norm(pool_, x, weight, eps, out);
+  }
+  void residual_add_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
+                         float out_scale) override {
+    cpu::residual_add_norm(pool_, residual, x, weight, eps, out_scale);
+  }
+  void add(const Tensor& a, const Tensor& b, const Tensor& out) override { cpu::add(pool_, a, b, out); }
+  void scale(const Tensor& x, float s) override { cpu::scale(pool_, x, s); }
+  void gelu_tanh_mul(const Tensor& gate_up, const Tensor& out) override { cpu::gelu_tanh_mul(pool_, gate_up, out); }
+  void gelu_tanh_mul_pair(const Tensor& a, const Tensor& b, const Tensor& out) override {
+    cpu::gelu_tanh_mul_pair(pool_, a, b, out);
+  }
+  void per_layer_inputs(const Tensor& proj, const Tensor& table, const Tensor& ids, const Tensor& norm_w,
+                        float proj_scale, float table_scale, float combine_scale, float eps,
+                        const Tensor& out) override {
+    cpu::per_layer_inputs(pool_, proj, table, ids, norm_w, proj_scale, table_scale, combine_scale, eps, out);
+  }
+  void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& out) override { cpu::gather_rows(x, rows, out); }
+  void softcap(const Tensor& x, float cap) override { cpu::softcap(pool_, x, cap); }
+
+  // ---- attention ------------------------------------------------------------------------------
+  void qkv_prepare(const Tensor& qkv, QkvLayout layout, const AttentionParams& p, const RopeSpec& rope,
+                   const Tensor& q_norm_w, const Tensor* k_norm_w, float eps, const AttentionBatch& batch,
+                   KvGroup group, KvPool& kv, int cache_layer, const Tensor& q_out) override {
+    cpu::qkv_prepare(pool_, qkv, layout, p, rope, q_norm_w, k_norm_w, eps, batch, group, kv, cache_layer, q_out);
+  }
+  void attention(const Tensor& q, const AttentionBatch& batch, KvGroup group, const KvPool& kv, int cache_layer,
+                 const AttentionParams& p, const Tensor& out) override {
+    cpu::attention(pool_, q, batch, group, kv, cache_layer, p, out);
+  }
+
+  // ---- mixture of experts ---------------------------------------------------------------------
+  void moe_route(const Tensor& r, const Tensor& router_scale, const Tensor& router_proj, const Tensor& per_expert_scale,
+                 float in_scale, float eps, int top_k, const Tensor& ids, const Tensor& weights) override {
+    cpu::moe_route(pool_, r, router_scale, router_proj, per_expert_scale, in_scale, eps, top_k, ids, weights);
+  }
+  void moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
+                   const Tensor& down, const Tensor& out) override {
+    cpu::moe_experts(pool_, x, ids, weights, gate_up, down, out);
+  }
+
+  // ---- sampling -------------------------------------------------------------------------------
+  void sample(const Tensor& logits, const std::vector<SamplingRow>& rows, const Tensor& out_ids,
+              const Tensor& out_logprobs) override {
+    cpu::sample(pool_, logits, rows, out_ids, out_logprobs);
+  }
+  void apply_penalties(const Tensor& logits, const std::vector<std::vector<std::pair<int, int>>>& counts,
+                       const std::vector<float>& presence, const std::vector<float>& frequency) override {
+    cpu::apply_penalties(logits, counts, presence, frequency);
+  }
+  void top_logprobs(const Tensor& logits, int n, const Tensor& ids, const Tensor& logprobs) override {
+    cpu::top_logprobs(pool_, logits, n, ids, logprobs);
+  }
+
+ private:
+  cpu::ThreadPool pool_;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(int threads) { return std::make_unique<CpuBackend>(threads); }
+
+}  // namespace gs
