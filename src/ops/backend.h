@@ -142,6 +142,22 @@ class Backend {
                                const std::vector<float>& presence, const std::vector<float>& frequency) = 0;
   // Top-n log-probabilities per row (log_softmax of logits): ids [R, n] i32, logprobs [R, n] f32.
   virtual void top_logprobs(const Tensor& logits, int n, const Tensor& ids, const Tensor& logprobs) = 0;
+
+  // ---- graphs (optional: the cuda backend records CUDA graphs) --------------------------------
+  // Record a sequence of ops once and replay it with one launch (decode steps). Callers check
+  // supports_graphs() first; the defaults do nothing and return -1.
+  // Between begin_capture() and end_capture() ops are recorded, not run. Inside a capture:
+  //   - no allocation: empty(), upload_weight() and growing an op's scratch are errors, so run the
+  //     same step once eagerly first (that sizes every workspace);
+  //   - no host input: copy_from_host, copy_to_host, sample() and apply_penalties() run outside;
+  //     upload a step's batch tensors (AttentionBatch, ids) into the same device tensors before
+  //     each replay, and the graph reads the new contents.
+  // A graph keeps reading and writing the tensors it recorded: keep them alive and in place.
+  virtual bool supports_graphs() const { return false; }
+  virtual void begin_capture() {}
+  virtual int end_capture() { return -1; }       // a handle for replay()
+  virtual void replay(int graph) {}              // enqueues the recorded ops on the backend's stream
+  virtual void release_graph(int graph) {}
 };
 
 }  // namespace gs
