@@ -1,0 +1,305 @@
+// The cuda backend: bf16 activations, KV and weights on one device and one stream. Each op checks
+// its arguments on the host and enqueues kernels (the launchers in this folder) or cuBLASLt
+// GEMMs; nothing waits for the device except copy_to_host and synchronize.
+#include "kernels/cuda/cuda_backend.h"
+
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_allocator.h"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/embedding.h"
+#include "kernels/cuda/gemm.h"
+#include "kernels/cuda/host_staging.h"
+#include "kernels/cuda/moe.h"
+#include "kernels/cuda/norms.h"
+#include "kernels/cuda/qkv_prepare.h"
+#include "kernels/cuda/sampling.h"
+#include "kernels/cuda/scratch_arena.h"
+
+namespace gs {
+namespace {
+
+constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
+
+class CudaBackend final : public Backend {
+ public:
+  explicit CudaBackend(int device) : device_(device) {
+    int count = cuda_device_count();
+    GS_CHECK(device >= 0 && device < count, "cuda:{} requested, but {} CUDA device(s) are visible", device, count);
+    GS_CUDA_CHECK(cudaSetDevice(device));
+    GS_CUDA_CHECK(cudaGetDeviceProperties(&props_, device));
+    GS_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    alloc_ = std::make_shared<cuda::DeviceAllocator>(device);
+    gemm_ = std::make_unique<cuda::LtGemm>(stream_, alloc_->allocate(kGemmWorkspaceBytes), kGemmWorkspaceBytes);
+    scratch_ = std::make_unique<cuda::ScratchArena>(alloc_);
+    staging_ = std::make_unique<cuda::HostStaging>(alloc_, stream_);
+    log::info("cuda backend: {} (sm_{}{}, {} SMs, {:.1f} GiB)", props_.name, props_.major, props_.minor,
+              props_.multiProcessorCount, props_.totalGlobalMem / 1073741824.0);
+  }
+
+  ~CudaBackend() override {
+    cudaStreamSynchronize(stream_);
+    for (auto& g : graphs_)
+      if (g) cudaGraphExecDestroy(g);
+    staging_.reset();
+    scratch_.reset();
+    gemm_.reset();
+    cudaStreamDestroy(stream_);
+  }
+
+  std::string name() const override { return fmt::format("cuda:{} ({})", device_, props_.name); }
+  Device device() const override { return Device::CUDA; }
+  DType activation_dtype() const override { return DType::BF16; }
+  DType weight_dtype(DType) const override { return DType::BF16; }
+
+  // ---- memory -----------------------------------------------------------------------------------
+  Tensor empty(DType dtype, Shape shape) override {
+    GS_CHECK(!capturing(), "empty({}{}): no allocation while a CUDA graph is captured", dtype_name(dtype), shape.str());
+    Tensor t;
+    t.dtype = dtype;
+    t.shape = shape;
+    t.device = Device::CUDA;
+    t.storage = alloc_->allocate(std::max<size_t>(t.nbytes(), 1));
+    t.data = t.storage.get();
+    return t;
+  }
+
+  void copy_from_host(const Tensor& dst, const void* src) override {
+    GS_CHECK(dst.device == Device::CUDA, "copy_from_host: destination {} is not on the GPU", dst.str());
+    GS_CHECK(!capturing(), "copy_from_host into {}: not allowed while a CUDA graph is captured", dst.str());
+    if (dst.nbytes() == 0) return;
+    // From pageable memory the call returns once `src` has been staged: the caller may reuse it.
+    GS_CUDA_CHECK(cudaMemcpyAsync(dst.data, src, dst.nbytes(), cudaMemcpyHostToDevice, stream_));
+  }
+
+  void copy_to_host(const Tensor& src, void* dst) override {
+    GS_CHECK(src.device == Device::CUDA, "copy_to_host: source {} is not on the GPU", src.str());
+    GS_CHECK(!capturing(), "copy_to_host from {}: not allowed while a CUDA graph is captured", src.str());
+    if (src.nbytes()) GS_CUDA_CHECK(cudaMemcpyAsync(dst, src.data, src.nbytes(), cudaMemcpyDeviceToHost, stream_));
+    GS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
+
+  void copy(const Tensor& dst, const Tensor& src) override {
+    GS_CHECK(dst.device == Device::CUDA && src.device == Device::CUDA && dst.dtype == src.dtype &&
+                 dst.numel() == src.numel(),
+             "copy: {} <- {} must be GPU tensors of one dtype and size", dst.str(), src.str());
+    if (dst.nbytes()) GS_CUDA_CHECK(cudaMemcpyAsync(dst.data, src.data, dst.nbytes(), cudaMemcpyDeviceToDevice, stream_));
+  }
+
+  Tensor upload_weight(const Tensor& host_src) override {
+    GS_CHECK(host_src.device == Device::CPU && host_src.defined(), "upload_weight: source {} must be a host tensor",
+             host_src.str());
+    GS_CHECK(host_src.dtype == DType::BF16 || host_src.dtype == DType::F16 || host_src.dtype == DType::F32,
+             "upload_weight: {} is not a float tensor", host_src.str());
+    Tensor w = empty(DType::BF16, host_src.shape);
+    if (host_src.dtype == DType::BF16) {
+      copy_from_host(w, host_src.data);
+    } else {
+      Tensor raw = empty(host_src.dtype, host_src.shape);
+      copy_from_host(raw, host_src.data);
+      cuda::launch_convert_to_bf16(raw.data, raw.dtype, w.data, w.numel(), stream_);
+    }  // `raw` goes back to the cache; stream order keeps the conversion ahead of any reuse
+    return w;
+  }
+
+  void fill_uniform(const Tensor& t, uint64_t seed, float scale) override {
+    cuda::launch_fill_uniform(t, seed, scale, stream_);
+  }
+  void fill(const Tensor& t, float value) override { cuda::launch_fill(t, value, stream_); }
+
+  size_t free_memory_bytes() const override {
+    size_t free_b = 0, total_b = 0;
+    GS_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    return free_b + alloc_->bytes_cached();  // cached blocks are free for gemmaserve
+  }
+  size_t total_memory_bytes() const override {
+    size_t free_b = 0, total_b = 0;
+    GS_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+    return total_b;
+  }
+  void synchronize() override { GS_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+
+  KvCache allocate_kv_cache(const ModelConfig& cfg, int page_size, const int num_pages[kNumKvGroups]) override {
+    GS_CHECK(page_size > 0, "allocate_kv_cache: page size {} must be positive", page_size);
+    KvCache cache;
+    for (int g = 0; g < kNumKvGroups; ++g) {
+      // From the layer specs directly: the cache layers of a group are the layers that own KV.
+      int layers = 0, heads = 0, dim = 0;
+      for (const LayerSpec& l : cfg.layers)
+        if (l.owns_kv && int(l.group()) == g) ++layers, heads = l.num_kv_heads, dim = l.head_dim;
+      KvPool& pool = cache.pools[g];
+      pool.cache_layers = layers, pool.num_pages = num_pages[g], pool.page_size = page_size;
+      pool.kv_heads = heads, pool.head_dim = dim;
+      if (layers == 0 || num_pages[g] <= 0) continue;
+      Shape s{layers, num_pages[g], page_size, heads, dim};
+      pool.k = empty(kv_dtype(), s);
+      pool.v = empty(kv_dtype(), s);
+    }
+    return cache;
+  }
+
+  // ---- dense math -------------------------------------------------------------------------------
+  void matmul(const Tensor& x, const Tensor& w, const Tensor& out) override { gemm_->matmul(x, w, out); }
+  void embedding(const Tensor& table, const Tensor& ids, float scale, const Tensor& out) override {
+    cuda::launch_embedding(table, ids, scale, out, stream_);
+  }
+  void rms_norm(const Tensor& x, const Tensor* weight, float eps, const Tensor& out) override {
+    cuda::launch_rms_norm(x, weight, eps, out, stream_);
+  }
+  void residual_add_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
+                         float out_scale) override {
+    cuda::launch_residual_add_norm(residual, x, weight, eps, out_scale, stream_);
+  }
+  void add(const Tensor& a, const Tensor& b, const Tensor& out) override { cuda::launch_add(a, b, out, stream_); }
+  void scale(const Tensor& x, float s) override { cuda::launch_scale(x, s, stream_); }
+  void gelu_tanh_mul(const Tensor& gate_up, const Tensor& out) override {
+    cuda::launch_gelu_tanh_mul(gate_up, out, stream_);
+  }
+  void gelu_tanh_mul_pair(const Tensor& a, const Tensor& b, const Tensor& out) override {
+    cuda::launch_gelu_tanh_mul_pair(a, b, out, stream_);
+  }
+  void per_layer_inputs(const Tensor& proj, const Tensor& table, const Tensor& ids, const Tensor& norm_w,
+                        float proj_scale, float table_scale, float combine_scale, float eps,
+                        const Tensor& out) override {
+    cuda::launch_per_layer_inputs(proj, table, ids, norm_w, proj_scale, table_scale, combine_scale, eps, out, stream_);
+  }
+  void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& out) override {
+    cuda::launch_gather_rows(x, rows, out, stream_);
+  }
+  void softcap(const Tensor& x, float cap) override { cuda::launch_softcap(x, cap, stream_); }
+
+  // ---- attention --------------------------------------------------------------------------------
+  void qkv_prepare(const Tensor& qkv, QkvLayout layout, const AttentionParams& p, const RopeSpec& rope,
+                   const Tensor& q_norm_w, const Tensor* k_norm_w, float eps, const AttentionBatch& batch,
+                   KvGroup group, KvPool& pool, int cache_layer, const Tensor& q_out) override {
+    cuda::launch_qkv_prepare(qkv, layout, p, rope, q_norm_w, k_norm_w, eps, batch, group, pool, cache_layer, q_out,
+                             stream_);
+  }
+  void attention(const Tensor& q, const AttentionBatch& batch, KvGroup group, const KvPool& pool, int cache_layer,
+                 const AttentionParams& p, const Tensor& out) override {
+    size_t ws = cuda::attention_workspace_bytes(batch.num_tokens, batch.num_seqs, p.num_q_heads, p.head_dim);
+    void* scratch = scratch_->get(ws, capturing(), "attention");
+    cuda::paged_attention(q, batch, group, pool, cache_layer, p, out, scratch, ws, stream_);
+  }
+
+  // ---- mixture of experts -----------------------------------------------------------------------
+  void moe_route(const Tensor& r, const Tensor& router_scale, const Tensor& router_proj,
+                 const Tensor& per_expert_scale, float in_scale, float eps, int top_k, const Tensor& ids,
+                 const Tensor& weights) override {
+    cuda::launch_moe_route(r, router_scale, router_proj, per_expert_scale, in_scale, eps, top_k, ids, weights, stream_);
+  }
+  void moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
+                   const Tensor& down, const Tensor& out) override {
+    GS_CHECK(gate_up.ndim() == 3 && down.ndim() == 3, "moe_experts: gate_up {} and down {} must be [E, ., .]",
+             gate_up.str(), down.str());
+    size_t need = cuda::moe_experts_scratch_bytes(x.rows(), ids.cols(), gate_up.dim(0), x.cols(), gate_up.dim(1) / 2);
+    void* scratch = scratch_->get(need, capturing(), "moe_experts");
+    cuda::launch_moe_experts(x, ids, weights, gate_up, down, out, scratch, need, stream_);
+  }
+
+  // ---- sampling ---------------------------------------------------------------------------------
+  void sample(const Tensor& logits, const std::vector<SamplingRow>& rows, const Tensor& out_ids,
+              const Tensor& out_logprobs) override {
+    GS_CHECK(!capturing(), "sample(): host sampling rows cannot be part of a captured CUDA graph");
+    GS_CHECK(int64_t(rows.size()) == logits.rows(), "sample: {} sampling rows for logits {}", rows.size(),
+             logits.str());
+    auto* d_rows = static_cast<const SamplingRow*>(staging_->upload(rows.data(), rows.size() * sizeof(SamplingRow)));
+    cuda::launch_sample(logits, d_rows, int(rows.size()), out_ids, out_logprobs, stream_);
+  }
+
+  void apply_penalties(const Tensor& logits, const std::vector<std::vector<std::pair<int, int>>>& counts,
+                       const std::vector<float>& presence, const std::vector<float>& frequency) override {
+    GS_CHECK(!capturing(), "apply_penalties(): host counts cannot be part of a captured CUDA graph");
+    const int64_t R = logits.rows(), V = logits.cols();
+    GS_CHECK(int64_t(counts.size()) == R && int64_t(presence.size()) == R && int64_t(frequency.size()) == R,
+             "apply_penalties: {} rows but {} counts, {} presence, {} frequency", R, counts.size(), presence.size(),
+             frequency.size());
+    std::vector<cuda::PenaltyEntry> entries;
+    for (int64_t r = 0; r < R; ++r)
+      for (auto [tok, n] : counts[size_t(r)]) {
+        GS_CHECK(tok >= 0 && tok < V, "apply_penalties: token {} outside the vocabulary [0, {})", tok, V);
+        if (n <= 0) continue;
+        // Same float expression as the cpu backend, so both subtract the identical value.
+        entries.push_back({int(r), tok, presence[size_t(r)] + frequency[size_t(r)] * float(n)});
+      }
+    if (entries.empty()) return;
+    auto* d = static_cast<const cuda::PenaltyEntry*>(
+        staging_->upload(entries.data(), entries.size() * sizeof(cuda::PenaltyEntry)));
+    cuda::launch_apply_penalties(logits, d, int(entries.size()), stream_);
+  }
+
+  void top_logprobs(const Tensor& logits, int n, const Tensor& ids, const Tensor& logprobs) override {
+    cuda::launch_top_logprobs(logits, n, ids, logprobs, stream_);
+  }
+
+  // ---- graphs -----------------------------------------------------------------------------------
+  bool supports_graphs() const override { return true; }
+
+  void begin_capture() override {
+    GS_CHECK(!capturing(), "begin_capture: a capture is already in progress");
+    // Thread-local mode: other threads' CUDA calls (a tokenizer thread, logging) stay legal.
+    GS_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+  }
+
+  int end_capture() override {
+    GS_CHECK(capturing(), "end_capture: no capture in progress");
+    cudaGraph_t graph = nullptr;
+    GS_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+    cudaGraphExec_t exec = nullptr;
+    cudaError_t err = cudaGraphInstantiate(&exec, graph, 0);
+    cudaGraphDestroy(graph);
+    GS_CUDA_CHECK(err);
+    graphs_.push_back(exec);
+    return int(graphs_.size()) - 1;
+  }
+
+  void replay(int graph) override {
+    GS_CHECK(graph >= 0 && graph < int(graphs_.size()) && graphs_[size_t(graph)], "replay: no graph {}", graph);
+    GS_CUDA_CHECK(cudaGraphLaunch(graphs_[size_t(graph)], stream_));
+  }
+
+  void release_graph(int graph) override {
+    GS_CHECK(graph >= 0 && graph < int(graphs_.size()) && graphs_[size_t(graph)], "release_graph: no graph {}", graph);
+    GS_CUDA_CHECK(cudaStreamSynchronize(stream_));  // a replay may still be running
+    GS_CUDA_CHECK(cudaGraphExecDestroy(graphs_[size_t(graph)]));
+    graphs_[size_t(graph)] = nullptr;
+  }
+
+ private:
+  bool capturing() const {
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    GS_CUDA_CHECK(cudaStreamIsCapturing(stream_, &st));
+    return st != cudaStreamCaptureStatusNone;
+  }
+
+  int device_;
+  cudaDeviceProp props_{};
+  cudaStream_t stream_ = nullptr;
+  std::shared_ptr<cuda::DeviceAllocator> alloc_;
+  std::unique_ptr<cuda::LtGemm> gemm_;
+  std::unique_ptr<cuda::ScratchArena> scratch_;
+  std::unique_ptr<cuda::HostStaging> staging_;
+  std::vector<cudaGraphExec_t> graphs_;
+};
+
+}  // namespace
+
+int cuda_device_count() {
+  int n = 0;
+  cudaError_t err = cudaGetDeviceCount(&n);
+  if (err != cudaSuccess) {
+    cudaGetLastError();  // no driver / no device: not an error for callers, just zero devices
+    return 0;
+  }
+  return n;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(int device) { return std::make_unique<CudaBackend>(device); }
+
+}  // namespace gs

@@ -1,0 +1,97 @@
+#include "kernels/cuda/gemm.h"
+
+#include "core/error.h"
+#include "kernels/cuda/cuda_check.h"
+
+namespace gs::cuda {
+
+struct LtGemm::Plan {
+  cublasLtMatmulDesc_t desc = nullptr;
+  cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  ~Plan() {
+    if (desc) cublasLtMatmulDescDestroy(desc);
+    if (a) cublasLtMatrixLayoutDestroy(a);
+    if (b) cublasLtMatrixLayoutDestroy(b);
+    if (c) cublasLtMatrixLayoutDestroy(c);
+  }
+};
+
+// Largest power of two (up to 256) dividing the address: cuBLASLt picks kernels by alignment.
+static int alignment_of(const void* p) {
+  auto v = reinterpret_cast<uintptr_t>(p);
+  int a = 256;
+  while (a > 1 && v % a) a /= 2;
+  return a;
+}
+
+LtGemm::LtGemm(cudaStream_t stream, std::shared_ptr<void> workspace, size_t workspace_bytes)
+    : stream_(stream), workspace_(std::move(workspace)), workspace_bytes_(workspace_bytes) {
+  GS_CUBLAS_CHECK(cublasLtCreate(&handle_));
+}
+
+LtGemm::~LtGemm() {
+  plans_.clear();
+  if (handle_) cublasLtDestroy(handle_);
+}
+
+LtGemm::Plan& LtGemm::plan_for(int64_t m, int64_t n, int64_t k, DType out_dtype, const void* x, const void* w,
+                               const void* out) {
+  int ax = alignment_of(x), aw = alignment_of(w), ao = alignment_of(out);
+  Key key{m, n, k, int(out_dtype), ax, aw, ao};
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return *it->second;
+
+  auto plan = std::make_unique<Plan>();
+  cudaDataType_t ct = out_dtype == DType::F32 ? CUDA_R_32F : CUDA_R_16BF;
+  GS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  GS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  GS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  // Column-major views (see gemm.h): A = w (K×N, ld K), B = x (K×M, ld K), C = out (N×M, ld N).
+  GS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, CUDA_R_16BF, uint64_t(k), uint64_t(n), k));
+  GS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, CUDA_R_16BF, uint64_t(k), uint64_t(m), k));
+  GS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->c, ct, uint64_t(n), uint64_t(m), n));
+
+  cublasLtMatmulPreference_t pref = nullptr;
+  GS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+  uint64_t ws = workspace_bytes_;
+  uint32_t a_al = uint32_t(aw), b_al = uint32_t(ax), c_al = uint32_t(ao);
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws, sizeof(ws));
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, &a_al, sizeof(a_al));
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, &b_al, sizeof(b_al));
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, &c_al, sizeof(c_al));
+  cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &c_al, sizeof(c_al));
+  cublasLtMatmulHeuristicResult_t result{};
+  int count = 0;
+  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, plan->desc, plan->a, plan->b, plan->c, plan->c, pref,
+                                                     1, &result, &count);
+  cublasLtMatmulPreferenceDestroy(pref);
+  if (st != CUBLAS_STATUS_SUCCESS || count == 0)
+    throw Error("matmul: cuBLASLt has no algorithm for [{}, {}] · [{}, {}]ᵀ -> {} (alignments x {}, w {}, out {}): {}",
+                m, k, n, k, dtype_name(out_dtype), ax, aw, ao, cublasLtGetStatusString(st));
+  plan->algo = result.algo;
+  return *plans_.emplace(key, std::move(plan)).first->second;
+}
+
+void LtGemm::matmul_raw(const void* x, const void* w, void* out, DType out_dtype, int64_t m, int64_t n, int64_t k) {
+  if (m == 0 || n == 0) return;
+  Plan& p = plan_for(m, n, k, out_dtype, x, w, out);
+  const float alpha = 1.f, beta = 0.f;
+  GS_CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &alpha, w, p.a, x, p.b, &beta, out, p.c, out, p.c, &p.algo,
+                                 workspace_.get(), workspace_bytes_, stream_));
+}
+
+void LtGemm::matmul(const Tensor& x, const Tensor& w, const Tensor& out) {
+  GS_CHECK(x.device == Device::CUDA && w.device == Device::CUDA && out.device == Device::CUDA,
+           "matmul: operands must live on the GPU (x {}, w {}, out {})", x.str(), w.str(), out.str());
+  GS_CHECK(x.dtype == DType::BF16 && w.dtype == DType::BF16, "matmul: x {} and w {} must be bf16", x.str(), w.str());
+  GS_CHECK(out.dtype == DType::BF16 || out.dtype == DType::F32, "matmul: out {} must be bf16 or f32", out.str());
+  GS_CHECK(w.ndim() == 2, "matmul: weight {} must be [N, K]", w.str());
+  int64_t m = x.rows(), k = x.cols(), n = w.dim(0);
+  GS_CHECK(w.dim(1) == k, "matmul: x {} has K = {}, weight {} has {}", x.str(), k, w.str(), w.dim(1));
+  GS_CHECK(out.rows() == m && out.cols() == n, "matmul: out {} must be [{}, {}]", out.str(), m, n);
+  matmul_raw(x.data, w.data, out.data, out.dtype, m, n, k);
+}
+
+}  // namespace gs::cuda

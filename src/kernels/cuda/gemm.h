@@ -1,0 +1,42 @@
+// Dense GEMMs through cuBLASLt: out[T,N] = x[T,K] · w[N,K]ᵀ with bf16 operands, f32 accumulation
+// and a bf16 or f32 result. The algorithm cuBLASLt's heuristic picks is cached per shape, dtype and
+// operand alignment, so a decode step pays for the heuristic once.
+//
+// Row-major to column-major: cuBLASLt sees w as the column-major K×N matrix (ld K) and x as K×T
+// (ld K); out is N×T (ld N). out = opT(w)·x computes exactly the row-major x·wᵀ.
+#pragma once
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <map>
+#include <memory>
+#include <tuple>
+
+#include "core/tensor.h"
+
+namespace gs::cuda {
+
+class LtGemm {
+ public:
+  LtGemm(cudaStream_t stream, std::shared_ptr<void> workspace, size_t workspace_bytes);
+  ~LtGemm();
+  LtGemm(const LtGemm&) = delete;
+  LtGemm& operator=(const LtGemm&) = delete;
+
+  void matmul(const Tensor& x, const Tensor& w, const Tensor& out);
+  // The same on raw pointers (benchmarks, MoE fallbacks): out[m,n] = x[m,k] · w[n,k]ᵀ.
+  void matmul_raw(const void* x, const void* w, void* out, DType out_dtype, int64_t m, int64_t n, int64_t k);
+
+ private:
+  struct Plan;
+  using Key = std::tuple<int64_t, int64_t, int64_t, int, int, int, int>;  // m n k out_dtype align(x, w, out)
+  Plan& plan_for(int64_t m, int64_t n, int64_t k, DType out_dtype, const void* x, const void* w, const void* out);
+
+  cudaStream_t stream_;
+  cublasLtHandle_t handle_ = nullptr;
+  std::shared_ptr<void> workspace_;
+  size_t workspace_bytes_;
+  std::map<Key, std::unique_ptr<Plan>> plans_;
+};
+
+}  // namespace gs::cuda

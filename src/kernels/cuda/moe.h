@@ -1,0 +1,31 @@
+// Mixture of experts (26B-A4B, gemma4-architecture.md §2.8): the router (moe_route.cu) and the
+// expert FFNs over a token permutation with grouped GEMMs (moe_experts.cu). Nothing here waits for
+// the host: per-expert counts stay on the device and the grouped GEMM reads them there, so a
+// decode step with MoE can be captured in a CUDA graph.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstddef>
+
+#include "core/tensor.h"
+
+namespace gs::cuda {
+
+// z = rms_norm(r) · router_scale · in_scale (f32, no intermediate rounding, as the cpu backend
+// and vLLM); logits = z · projᵀ; softmax over all experts; top-k (ties to the lower id);
+// renormalise; × per_expert_scale. ids i32 [T, k], weights f32 [T, k].
+void launch_moe_route(const Tensor& r, const Tensor& router_scale, const Tensor& router_proj,
+                      const Tensor& per_expert_scale, float in_scale, float eps, int top_k, const Tensor& ids,
+                      const Tensor& weights, cudaStream_t stream);
+
+// Scratch bytes moe_experts needs for T tokens, top-k, E experts, hidden H, expert width I.
+size_t moe_experts_scratch_bytes(int64_t T, int64_t k, int64_t E, int64_t H, int64_t I);
+
+// out[t] = Σ_j weights[t,j] · down[e](gelu_tanh(g) ⊙ u), [g|u] = x[t]·gate_up[e]ᵀ, e = ids[t,j],
+// summed in f32 in ascending expert order and rounded once. Expert ids outside [0, E) contribute
+// nothing (validated upstream; see embedding.h on device-side errors).
+void launch_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
+                        const Tensor& down, const Tensor& out, void* scratch, size_t scratch_bytes,
+                        cudaStream_t stream);
+
+}  // namespace gs::cuda

@@ -1,0 +1,190 @@
+// MoE experts: count tokens per expert, lay out a permutation grouped by expert with a row-tile
+// map, run gate_up and down as grouped GEMMs over it, and combine the weighted expert outputs per
+// token. The combine is a gather (each token sums its own k rows in f32), so no atomics touch
+// bf16 data and the result does not depend on the order the permutation was filled in.
+#include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/elementwise.h"
+#include "kernels/cuda/grouped_gemm.h"
+#include "kernels/cuda/launch_util.h"
+#include "kernels/cuda/moe.h"
+#include "kernels/cuda/scratch_arena.h"
+
+namespace gs::cuda {
+namespace {
+
+constexpr int kMaxTopK = 32;
+
+struct MoeScratch {
+  int *counts, *cursor, *group_end, *tile_expert, *tile_row0, *perm, *pos_of;
+  bf16 *h, *act, *y;
+  int max_tiles;
+};
+
+MoeScratch carve(void* base, int64_t T, int64_t k, int64_t E, int64_t H, int64_t I, size_t* used) {
+  ScratchCarver c(base);
+  MoeScratch s{};
+  const int64_t TK = T * k;
+  s.max_tiles = int((TK + kGroupedTileM - 1) / kGroupedTileM + E);
+  s.counts = c.take<int>(size_t(E));
+  s.cursor = c.take<int>(size_t(E));
+  s.group_end = c.take<int>(size_t(E));
+  s.tile_expert = c.take<int>(size_t(s.max_tiles));
+  s.tile_row0 = c.take<int>(size_t(s.max_tiles));
+  s.perm = c.take<int>(size_t(TK));
+  s.pos_of = c.take<int>(size_t(TK));
+  s.h = c.take<bf16>(size_t(TK * 2 * I));
+  s.act = c.take<bf16>(size_t(TK * I));
+  s.y = c.take<bf16>(size_t(TK * H));
+  if (used) *used = c.used();
+  return s;
+}
+
+__global__ void count_kernel(const int* __restrict__ ids, int64_t n, int E, int* counts) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int e = ids[i];
+    if (e >= 0 && e < E) atomicAdd(&counts[e], 1);
+  }
+}
+
+// One block: offsets by a scan over experts (E is small), then each expert writes its row tiles;
+// the rest of the tile map is marked unused.
+__global__ void plan_kernel(const int* __restrict__ counts, int E, int* group_end, int* cursor, int* tile_expert,
+                            int* tile_row0, int max_tiles) {
+  extern __shared__ int sh[];  // [E] row offsets, [E] tile offsets, then the tile total
+  int* row_off = sh;
+  int* tile_off = sh + E;
+  if (threadIdx.x == 0) {
+    int rows = 0, tiles = 0;
+    for (int e = 0; e < E; ++e) {
+      row_off[e] = rows;
+      tile_off[e] = tiles;
+      rows += counts[e];
+      tiles += (counts[e] + kGroupedTileM - 1) / kGroupedTileM;
+    }
+    sh[2 * E] = tiles;
+  }
+  __syncthreads();
+  for (int e = threadIdx.x; e < E; e += blockDim.x) {
+    group_end[e] = row_off[e] + counts[e];
+    cursor[e] = row_off[e];
+    int nt = (counts[e] + kGroupedTileM - 1) / kGroupedTileM;
+    for (int j = 0; j < nt; ++j) {
+      tile_expert[tile_off[e] + j] = e;
+      tile_row0[tile_off[e] + j] = row_off[e] + j * kGroupedTileM;
+    }
+  }
+  for (int t = sh[2 * E] + threadIdx.x; t < max_tiles; t += blockDim.x) tile_expert[t] = -1;
+}
+
+__global__ void scatter_kernel(const int* __restrict__ ids, int64_t n, int E, int* cursor, int* perm, int* pos_of) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    int e = ids[i];
+    if (e >= 0 && e < E) {
+      int p = atomicAdd(&cursor[e], 1);
+      perm[p] = int(i);
+      pos_of[i] = p;
+    } else {
+      pos_of[i] = -1;
+    }
+  }
+}
+
+// out[t] = Σ_j w[t,j] · y[pos_of[t,j]], j in ascending expert order, f32 sum, one rounding.
+template <typename T>
+__global__ void combine_kernel(const bf16* __restrict__ y, const int* __restrict__ pos_of, const int* __restrict__ ids,
+                               const float* __restrict__ w, int k, int64_t H, T* __restrict__ out) {
+  const int64_t t = blockIdx.x;
+  int order[kMaxTopK];
+  for (int j = 0; j < k; ++j) order[j] = j;
+  for (int a = 1; a < k; ++a)  // insertion sort of k <= 32 ids; every thread does the same
+    for (int b = a; b > 0 && ids[t * k + order[b - 1]] > ids[t * k + order[b]]; --b) {
+      int tmp = order[b];
+      order[b] = order[b - 1];
+      order[b - 1] = tmp;
+    }
+  for (int64_t i = threadIdx.x; i < H; i += blockDim.x) {
+    float acc = 0.f;
+    for (int jj = 0; jj < k; ++jj) {
+      int j = order[jj];
+      int p = pos_of[t * k + j];
+      if (p >= 0) acc += w[t * k + j] * __bfloat162float(y[int64_t(p) * H + i]);
+    }
+    out[t * H + i] = from_f32<T>(acc);
+  }
+}
+
+Tensor device_view(void* p, DType dt, Shape s) {
+  Tensor t;
+  t.data = p;
+  t.dtype = dt;
+  t.device = Device::CUDA;
+  t.shape = s;
+  return t;
+}
+
+}  // namespace
+
+size_t moe_experts_scratch_bytes(int64_t T, int64_t k, int64_t E, int64_t H, int64_t I) {
+  size_t used = 0;
+  carve(nullptr, T, k, E, H, I, &used);
+  return used;
+}
+
+void launch_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
+                        const Tensor& down, const Tensor& out, void* scratch, size_t scratch_bytes,
+                        cudaStream_t stream) {
+  const char* op = "moe_experts";
+  for (auto* t : {&x, &ids, &weights, &gate_up, &down, &out}) check_cuda_tensor(*t, op, "operand");
+  check_dtype(x, DType::BF16, op, "x");
+  check_dtype(gate_up, DType::BF16, op, "gate_up");
+  check_dtype(down, DType::BF16, op, "down");
+  check_dtype(ids, DType::I32, op, "ids");
+  check_dtype(weights, DType::F32, op, "weights");
+  require(gate_up.ndim() == 3 && down.ndim() == 3, op, ": gate_up ", gate_up.str(), " and down ", down.str(),
+          " must be 3-D");
+  const int64_t T = x.rows(), H = x.cols(), E = gate_up.dim(0), I = gate_up.dim(1) / 2, k = ids.cols();
+  require(gate_up.dim(1) == 2 * I && gate_up.dim(2) == H && down.dim(0) == E && down.dim(1) == H && down.dim(2) == I,
+          op, ": gate_up ", gate_up.str(), " / down ", down.str(), " do not match hidden ", H);
+  require(ids.rows() == T && weights.rows() == T && weights.cols() == k && out.rows() == T && out.cols() == H &&
+              out.dtype == x.dtype,
+          op, ": ids ", ids.str(), " weights ", weights.str(), " out ", out.str(), " for x ", x.str());
+  require(k >= 1 && k <= kMaxTopK, op, ": top-k ", k, " outside [1, ", kMaxTopK, "]");
+  require(H % 8 == 0 && I % 8 == 0 && aligned16(x.data) && aligned16(gate_up.data) && aligned16(down.data), op,
+          ": hidden ", H, " and expert width ", I, " must be multiples of 8 with 16-byte aligned operands");
+  if (T == 0) return;
+  size_t need = moe_experts_scratch_bytes(T, k, E, H, I);
+  require(scratch && scratch_bytes >= need, op, ": scratch of ", scratch_bytes, " bytes, needs ", need);
+  MoeScratch s = carve(scratch, T, k, E, H, I, nullptr);
+  const int64_t TK = T * k;
+
+  GS_CUDA_CHECK(cudaMemsetAsync(s.counts, 0, size_t(E) * sizeof(int), stream));
+  count_kernel<<<grid_for(TK, 256), 256, 0, stream>>>(ids.ptr<int>(), TK, int(E), s.counts);
+  GS_CUDA_LAUNCHED("moe count");
+  plan_kernel<<<1, 256, size_t(2 * E + 1) * sizeof(int), stream>>>(s.counts, int(E), s.group_end, s.cursor,
+                                                                   s.tile_expert, s.tile_row0, s.max_tiles);
+  GS_CUDA_LAUNCHED("moe plan");
+  scatter_kernel<<<grid_for(TK, 256), 256, 0, stream>>>(ids.ptr<int>(), TK, int(E), s.cursor, s.perm, s.pos_of);
+  GS_CUDA_LAUNCHED("moe scatter");
+
+  GroupedGemmArgs g{};
+  g.group_end = s.group_end, g.tile_expert = s.tile_expert, g.tile_row0 = s.tile_row0, g.max_tiles = s.max_tiles;
+  // [g|u] = x[token] · gate_up[e]ᵀ, rows gathered through the permutation.
+  g.a = x.data, g.gather = s.perm, g.gather_div = int(k), g.b = gate_up.data, g.c = s.h;
+  g.n = int(2 * I), g.k = int(H);
+  launch_grouped_gemm(g, stream);
+  launch_gelu_tanh_mul(device_view(s.h, DType::BF16, Shape{TK, 2 * I}), device_view(s.act, DType::BF16, Shape{TK, I}),
+                       stream);
+  // y = act · down[e]ᵀ
+  g.a = s.act, g.gather = nullptr, g.gather_div = 1, g.b = down.data, g.c = s.y;
+  g.n = int(H), g.k = int(I);
+  launch_grouped_gemm(g, stream);
+
+  dispatch_float(out.dtype, op, "out", [&](auto tag) {
+    using T_ = typename decltype(tag)::type;
+    combine_kernel<T_><<<unsigned(T), 256, 0, stream>>>(s.y, s.pos_of, ids.ptr<int>(), weights.ptr<float>(), int(k), H,
+                                                        out.ptr<T_>());
+  });
+  GS_CUDA_LAUNCHED("moe combine");
+}
+
+}  // namespace gs::cuda

@@ -1,0 +1,300 @@
+// Sampling kernels: one block per logits row.
+//
+// The cpu backend sorts a row to apply top_k / top_p; a sort of 262144 logits per row would be
+// the slowest part of a decode step here. Every filter keeps a prefix of the row in the order
+// (z descending, id ascending), so each one is a cut in that order, found by a radix select:
+// elements get a unique 64-bit key (order-preserving bits of z, then the complemented id), and
+// eight 8-bit histogram passes at most (usually two or three: they stop when one element is left)
+// find the element where the cumulative weight — a count for top_k, probability mass for top_p —
+// crosses the target. The final pass is the Gumbel-max draw over the kept prefix.
+#include <cfloat>
+#include <climits>
+
+#include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/launch_util.h"
+#include "kernels/cuda/sampling.h"
+#include "ops/sampling_rng.h"
+
+namespace gs::cuda {
+namespace {
+
+constexpr int kThreads = 1024;
+
+__device__ __forceinline__ uint32_t order_bits(float f) {
+  uint32_t u = __float_as_uint(f);
+  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+}
+
+// Larger key = earlier in (value descending, id ascending). Never 0 for a real element.
+__device__ __forceinline__ uint64_t order_key(float v, int64_t id) {
+  return (uint64_t(order_bits(v)) << 32) | uint64_t(0xFFFFFFFFu - uint32_t(id));
+}
+
+struct SelectShared {
+  double mass[256];
+  int count[256];
+  uint64_t prefix, mask, found;
+  double above;
+  int state;  // 0 searching, 1 one element left in the chosen bin, 2 target not reached
+};
+
+// The key of the element e (in descending key order over the candidates) where the cumulative
+// weight crosses `target`: W(keys > e) < target <= W(keys >= e). 0 when the candidates weigh less
+// than `target`. weight_of(i) < 0 marks i as no candidate. All threads of the block must call.
+template <typename KeyF, typename WeightF>
+__device__ uint64_t block_select(int64_t n, double target, KeyF key_of, WeightF weight_of, SelectShared& sh) {
+  if (threadIdx.x == 0) sh.prefix = 0, sh.mask = 0, sh.above = 0, sh.state = 0, sh.found = 0;
+  __syncthreads();
+  for (int shift = 56; shift >= 0; shift -= 8) {
+    for (int b = threadIdx.x; b < 256; b += blockDim.x) sh.mass[b] = 0, sh.count[b] = 0;
+    __syncthreads();
+    const uint64_t prefix = sh.prefix, mask = sh.mask;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+      double w = weight_of(i);
+      if (w < 0) continue;
+      uint64_t k = key_of(i);
+      if ((k & mask) != prefix) continue;
+      int b = int((k >> shift) & 255u);
+      atomicAdd(&sh.mass[b], w);
+      atomicAdd(&sh.count[b], 1);
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      double cum = sh.above;
+      int chosen = -1;
+      for (int b = 255; b >= 0; --b) {
+        if (sh.count[b] == 0) continue;
+        if (cum + sh.mass[b] >= target) {
+          chosen = b;
+          break;
+        }
+        cum += sh.mass[b];
+      }
+      if (chosen < 0) {
+        sh.state = 2;
+      } else {
+        sh.above = cum;
+        sh.prefix = prefix | (uint64_t(chosen) << shift);
+        sh.mask = mask | (uint64_t(255) << shift);
+        if (sh.count[chosen] == 1) sh.state = 1;
+      }
+    }
+    __syncthreads();
+    if (sh.state != 0) break;
+  }
+  const int state = sh.state;
+  uint64_t result = sh.prefix;  // state 0: all 64 bits are known
+  if (state == 2) result = 0;
+  if (state == 1) {
+    const uint64_t prefix = sh.prefix, mask = sh.mask;
+    for (int64_t i = threadIdx.x; i < n; i += blockDim.x)
+      if (weight_of(i) >= 0) {
+        uint64_t k = key_of(i);
+        if ((k & mask) == prefix) sh.found = k;
+      }
+    __syncthreads();
+    result = sh.found;
+  }
+  __syncthreads();  // sh is reused by the next select
+  return result;
+}
+
+// Block-wide argmax of (value, id), ties to the lowest id. Every thread gets the result id
+// (INT_MAX when no thread had a candidate).
+__device__ int block_argmax(float v, int id, float* s_val, int* s_id) {
+  for (int o = 16; o > 0; o >>= 1) {
+    float ov = __shfl_xor_sync(0xffffffffu, v, o);
+    int oid = __shfl_xor_sync(0xffffffffu, id, o);
+    if (ov > v || (ov == v && oid < id)) v = ov, id = oid;
+  }
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  __syncthreads();
+  if (lane == 0) s_val[warp] = v, s_id[warp] = id;
+  __syncthreads();
+  v = lane < nwarps ? s_val[lane] : -INFINITY;
+  id = lane < nwarps ? s_id[lane] : INT_MAX;
+  for (int o = 16; o > 0; o >>= 1) {
+    float ov = __shfl_xor_sync(0xffffffffu, v, o);
+    int oid = __shfl_xor_sync(0xffffffffu, id, o);
+    if (ov > v || (ov == v && oid < id)) v = ov, id = oid;
+  }
+  return id;
+}
+
+__device__ double block_sum_f64(double x, double* scratch) {
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
+  __syncthreads();
+  if (lane == 0) scratch[warp] = x;
+  __syncthreads();
+  x = lane < nwarps ? scratch[lane] : 0.0;
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
+// max (as argmax, lowest id) and log Σ exp of a row; what both kernels start with.
+struct RowStats {
+  int argmax;
+  float max;
+  double lse;
+};
+
+__device__ RowStats row_stats(const float* l, int64_t V, float* s_val, int* s_id, double* s_sum) {
+  float best = -INFINITY;
+  int best_i = INT_MAX;
+  for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
+    float v = l[i];
+    if (v > best || (v == best && int(i) < best_i)) best = v, best_i = int(i);
+  }
+  RowStats st;
+  st.argmax = block_argmax(best, best_i, s_val, s_id);
+  if (st.argmax == INT_MAX) st.argmax = 0;  // every logit is -inf or NaN
+  st.max = l[st.argmax];
+  double s = 0;
+  if (st.max != -INFINITY)
+    for (int64_t i = threadIdx.x; i < V; i += blockDim.x) s += exp(double(l[i]) - double(st.max));
+  s = block_sum_f64(s, s_sum);
+  st.lse = st.max == -INFINITY ? -INFINITY : double(st.max) + log(s);
+  return st;
+}
+
+__global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restrict__ logits, int64_t V,
+                                                          const SamplingRow* __restrict__ rows, int* out_ids,
+                                                          float* out_logprobs) {
+  __shared__ SelectShared sh;
+  __shared__ float s_val[32];
+  __shared__ int s_id[32];
+  __shared__ double s_sum[32];
+  const int r = blockIdx.x;
+  const float* l = logits + int64_t(r) * V;
+  const SamplingRow row = rows[r];
+  const RowStats st = row_stats(l, V, s_val, s_id, s_sum);
+
+  int chosen = st.argmax;
+  if (row.temperature > 0.f) {
+    const float temp = row.temperature;
+    const float zmax = st.max / temp;  // division is monotone: the largest z is the largest l's
+    auto key_of = [&](int64_t i) { return order_key(l[i] / temp, i); };
+    uint64_t cut = 0;  // kept: key >= cut
+    if (row.top_k > 0 && row.top_k < V) {
+      cut = block_select(V, double(row.top_k) - 0.5, key_of, [](int64_t) { return 1.0; }, sh);
+    }
+    if (row.top_p < 1.f) {
+      auto mass = [&](int64_t i) {
+        float z = l[i] / temp;
+        return order_key(z, i) >= cut ? exp(double(z) - double(zmax)) : -1.0;
+      };
+      double total = 0;
+      for (int64_t i = threadIdx.x; i < V; i += blockDim.x) total += fmax(mass(i), 0.0);
+      total = block_sum_f64(total, s_sum);
+      uint64_t e = block_select(V, double(row.top_p) * total, key_of, mass, sh);
+      if (e != 0) cut = e;
+    }
+    const bool use_min_p = row.min_p > 0.f;
+    const double min_z = use_min_p ? double(zmax) + log(double(row.min_p)) : 0.0;
+    float best = -INFINITY;
+    int best_i = INT_MAX;
+    for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
+      float z = l[i] / temp;
+      if (order_key(z, i) < cut || (use_min_p && double(z) < min_z)) continue;
+      float g = z + rng::gumbel(rng::uniform(row.seed, row.step, uint64_t(i)));
+      if (best_i == INT_MAX || g > best || (g == best && int(i) < best_i)) best = g, best_i = int(i);
+    }
+    int id = block_argmax(best, best_i, s_val, s_id);
+    if (id != INT_MAX) chosen = id;
+  }
+  if (threadIdx.x == 0) {
+    out_ids[r] = chosen;
+    out_logprobs[r] = float(double(l[chosen]) - st.lse);
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) top_logprobs_kernel(const float* __restrict__ logits, int64_t V, int n,
+                                                                int* out_ids, float* out_logprobs) {
+  __shared__ SelectShared sh;
+  __shared__ float s_val[32];
+  __shared__ int s_id[32];
+  __shared__ double s_sum[32];
+  __shared__ uint64_t keys[kMaxTopLogprobs];
+  __shared__ int count;
+  const int r = blockIdx.x;
+  const float* l = logits + int64_t(r) * V;
+  const RowStats st = row_stats(l, V, s_val, s_id, s_sum);
+  auto key_of = [&](int64_t i) { return order_key(l[i], i); };
+  const uint64_t cut = block_select(V, double(n) - 0.5, key_of, [](int64_t) { return 1.0; }, sh);
+  if (threadIdx.x == 0) count = 0;
+  __syncthreads();
+  for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
+    uint64_t k = key_of(i);
+    if (k >= cut) {
+      int slot = atomicAdd(&count, 1);
+      if (slot < n) keys[slot] = k;
+    }
+  }
+  __syncthreads();
+  const int m = min(count, n);
+  for (int j = threadIdx.x; j < m; j += blockDim.x) {
+    int rank = 0;
+    for (int q = 0; q < m; ++q) rank += keys[q] > keys[j];
+    int id = int(0xFFFFFFFFu - uint32_t(keys[j] & 0xFFFFFFFFu));
+    out_ids[int64_t(r) * n + rank] = id;
+    out_logprobs[int64_t(r) * n + rank] = float(double(l[id]) - st.lse);
+  }
+}
+
+__global__ void apply_penalties_kernel(float* logits, int64_t V, const PenaltyEntry* __restrict__ e, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) logits[int64_t(e[i].row) * V + e[i].token] -= e[i].delta;
+}
+
+void check_logits(const Tensor& logits, const char* op) {
+  check_cuda_tensor(logits, op, "logits");
+  check_dtype(logits, DType::F32, op, "logits");
+  require(logits.cols() < int64_t(INT_MAX), op, ": vocabulary of ", logits.cols(), " is too large");
+}
+
+}  // namespace
+
+void launch_sample(const Tensor& logits, const SamplingRow* d_rows, int num_rows, const Tensor& out_ids,
+                   const Tensor& out_logprobs, cudaStream_t stream) {
+  check_logits(logits, "sample");
+  check_cuda_tensor(out_ids, "sample", "out_ids");
+  check_cuda_tensor(out_logprobs, "sample", "out_logprobs");
+  check_dtype(out_ids, DType::I32, "sample", "out_ids");
+  check_dtype(out_logprobs, DType::F32, "sample", "out_logprobs");
+  require(logits.rows() == num_rows && out_ids.numel() == num_rows && out_logprobs.numel() == num_rows,
+          "sample: ", logits.rows(), " logits rows, ", num_rows, " sampling rows, ", out_ids.numel(), " ids, ",
+          out_logprobs.numel(), " logprobs");
+  if (num_rows == 0) return;
+  require(logits.cols() > 0, "sample: empty vocabulary");
+  sample_kernel<<<num_rows, kThreads, 0, stream>>>(logits.ptr<float>(), logits.cols(), d_rows, out_ids.ptr<int>(),
+                                                   out_logprobs.ptr<float>());
+  GS_CUDA_LAUNCHED("sample");
+}
+
+void launch_top_logprobs(const Tensor& logits, int n, const Tensor& ids, const Tensor& logprobs, cudaStream_t stream) {
+  check_logits(logits, "top_logprobs");
+  check_cuda_tensor(ids, "top_logprobs", "ids");
+  check_cuda_tensor(logprobs, "top_logprobs", "logprobs");
+  check_dtype(ids, DType::I32, "top_logprobs", "ids");
+  check_dtype(logprobs, DType::F32, "top_logprobs", "logprobs");
+  const int64_t R = logits.rows(), V = logits.cols();
+  require(n >= 1 && n <= V && n <= kMaxTopLogprobs, "top_logprobs: n = ", n, " outside [1, ",
+          std::min<int64_t>(V, kMaxTopLogprobs), "]");
+  require(ids.rows() == R && ids.cols() == n && logprobs.rows() == R && logprobs.cols() == n, "top_logprobs: ids ",
+          ids.str(), " / logprobs ", logprobs.str(), " must be [", R, ", ", n, "]");
+  if (R == 0) return;
+  top_logprobs_kernel<<<unsigned(R), kThreads, 0, stream>>>(logits.ptr<float>(), V, n, ids.ptr<int>(),
+                                                            logprobs.ptr<float>());
+  GS_CUDA_LAUNCHED("top_logprobs");
+}
+
+void launch_apply_penalties(const Tensor& logits, const PenaltyEntry* d_entries, int num_entries, cudaStream_t stream) {
+  check_logits(logits, "apply_penalties");
+  if (num_entries == 0) return;
+  apply_penalties_kernel<<<(num_entries + 255) / 256, 256, 0, stream>>>(logits.ptr<float>(), logits.cols(), d_entries,
+                                                                       num_entries);
+  GS_CUDA_LAUNCHED("apply_penalties");
+}
+
+}  // namespace gs::cuda

@@ -1,0 +1,30 @@
+// Sampling on the GPU (sampling.cu): the logits never leave the device. The procedure is the one
+// ops/sampling_rng.h prescribes and kernels/cpu implements (greedy argmax; or temperature, then
+// top_k, top_p, min_p filters, then Gumbel-max with the shared counter-based generator), so a
+// seeded row draws the same token on both backends.
+#pragma once
+#include <cuda_runtime.h>
+
+#include "ops/backend.h"
+
+namespace gs::cuda {
+
+// d_rows: R SamplingRow structs already on the device.
+void launch_sample(const Tensor& logits, const SamplingRow* d_rows, int num_rows, const Tensor& out_ids,
+                   const Tensor& out_logprobs, cudaStream_t stream);
+
+// Top-n (ties to the lowest id) log-probabilities per row: ids [R, n] i32, logprobs [R, n] f32.
+void launch_top_logprobs(const Tensor& logits, int n, const Tensor& ids, const Tensor& logprobs, cudaStream_t stream);
+
+// logits[row·V + token] -= delta for each entry (entries name distinct (row, token) pairs).
+struct PenaltyEntry {
+  int row;
+  int token;
+  float delta;
+};
+void launch_apply_penalties(const Tensor& logits, const PenaltyEntry* d_entries, int num_entries, cudaStream_t stream);
+
+// Largest n top_logprobs supports.
+constexpr int kMaxTopLogprobs = 256;
+
+}  // namespace gs::cuda
