@@ -4,6 +4,9 @@
 #pragma once
 #include <cuda_runtime.h>
 
+#include <string>
+#include <vector>
+
 #include "ops/attention_batch.h"
 #include "ops/backend.h"
 #include "ops/kv_cache.h"
@@ -17,5 +20,17 @@ void paged_attention(const Tensor& q, const AttentionBatch& batch, KvGroup group
                      const AttentionParams& p, const Tensor& out, void* workspace, size_t workspace_bytes,
                      cudaStream_t stream);
 size_t attention_workspace_bytes(int max_tokens, int max_seqs, int num_q_heads, int head_dim);
+
+// Micro-benchmark of paged_attention on the current device, for `gemmaserve bench-kernels` and the
+// attention bench test: 8k-token prefills (hd 512 causal, hd 256 sliding), decode batches of 64 at
+// 4k context and a verify batch, on random data in a shuffled paged cache. Medians of `reps` calls
+// timed with CUDA events.
+struct AttentionBenchResult {
+  std::string name;
+  double ms = 0;                 // median time of one call
+  double tflops = 0;             // counting only visible (query, key) pairs: 4·head_dim flops each
+  double kv_tbytes_per_s = 0;    // K and V bytes of the visible keys, read once per KV head
+};
+std::vector<AttentionBenchResult> bench_attention(int reps = 20);
 
 }  // namespace gs::cuda

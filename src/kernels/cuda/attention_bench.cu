@@ -1,0 +1,149 @@
+// bench_attention(): times paged_attention on the shapes issue 3 sets targets for, on random data
+// in a paged cache whose pages are shuffled (a serving cache is fragmented, not contiguous).
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <numeric>
+#include <random>
+
+#include "kernels/cuda/attention.h"
+#include "kernels/cuda/cuda_check.h"
+
+namespace gs::cuda {
+namespace {
+
+// Uniform values in [-amp, amp] from a counter hash: reproducible, no host staging of gigabytes.
+__global__ void fill_uniform_bf16(__nv_bfloat16* p, int64_t n, uint64_t seed, float amp) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
+    uint64_t x = (uint64_t(i) + 1) * 0x9E3779B97F4A7C15ull ^ seed;
+    x ^= x >> 31, x *= 0xBF58476D1CE4E5B9ull, x ^= x >> 27, x *= 0x94D049BB133111EBull, x ^= x >> 33;
+    p[i] = __float2bfloat16(amp * (float(x >> 40) * (2.f / 16777216.f) - 1.f));
+  }
+}
+
+struct DeviceMemory {
+  std::vector<std::shared_ptr<void>> blocks;
+  Tensor tensor(DType dt, Shape shape) {
+    Tensor t;
+    t.dtype = dt, t.shape = shape, t.device = Device::CUDA;
+    void* p = nullptr;
+    GS_CUDA_CHECK(cudaMalloc(&p, std::max<size_t>(t.nbytes(), 16)));
+    blocks.emplace_back(p, [](void* q) { cudaFree(q); });
+    t.data = p;
+    return t;
+  }
+  Tensor upload(const std::vector<int>& v, Shape shape) {
+    Tensor t = tensor(DType::I32, shape);
+    GS_CUDA_CHECK(cudaMemcpy(t.data, v.data(), t.nbytes(), cudaMemcpyHostToDevice));
+    return t;
+  }
+};
+
+struct BenchShape {
+  const char* name;
+  int head_dim, nq, nkv, window;
+  int seqs, q_len, kv_len;  // every sequence alike
+};
+
+void fill(const Tensor& t, uint64_t seed, float amp) {
+  fill_uniform_bf16<<<1024, 256>>>(t.ptr<__nv_bfloat16>(), t.numel(), seed, amp);
+  GS_CUDA_LAUNCHED("fill_uniform_bf16");
+}
+
+AttentionBenchResult run_shape(const BenchShape& s, int reps) {
+  constexpr int kPageSize = 16;
+  DeviceMemory mem;
+  const int pages_per_seq = (s.kv_len + kPageSize - 1) / kPageSize;
+  const int num_pages = pages_per_seq * s.seqs;
+  KvPool pool;
+  pool.cache_layers = 1, pool.num_pages = num_pages, pool.page_size = kPageSize;
+  pool.kv_heads = s.nkv, pool.head_dim = s.head_dim;
+  pool.k = mem.tensor(DType::BF16, {1, num_pages, kPageSize, s.nkv, s.head_dim});
+  pool.v = mem.tensor(DType::BF16, {1, num_pages, kPageSize, s.nkv, s.head_dim});
+  fill(pool.k, 1, 1.f), fill(pool.v, 2, 1.f);
+
+  const int T = s.seqs * s.q_len;
+  std::vector<int> positions(T), token_seq(T), q_start(s.seqs + 1), kv_len(s.seqs, s.kv_len);
+  for (int i = 0; i < s.seqs; ++i) {
+    q_start[i] = i * s.q_len;
+    for (int j = 0; j < s.q_len; ++j)
+      positions[i * s.q_len + j] = s.kv_len - s.q_len + j, token_seq[i * s.q_len + j] = i;
+  }
+  q_start[s.seqs] = T;
+  std::vector<int> table(num_pages);
+  std::iota(table.begin(), table.end(), 0);
+  std::shuffle(table.begin(), table.end(), std::mt19937(7));
+
+  AttentionBatch b;
+  b.num_seqs = s.seqs, b.num_tokens = T, b.max_q_len = s.q_len, b.max_kv_len = s.kv_len, b.page_size = kPageSize;
+  b.positions = mem.upload(positions, {T});
+  b.token_seq = mem.upload(token_seq, {T});
+  b.q_start = mem.upload(q_start, {s.seqs + 1});
+  b.kv_len = mem.upload(kv_len, {s.seqs});
+  const KvGroup g = s.window ? KvGroup::Sliding : KvGroup::Full;
+  b.page_table[int(g)] = mem.upload(table, {s.seqs, pages_per_seq});
+  b.max_pages[int(g)] = pages_per_seq;
+  b.h_positions = positions, b.h_token_seq = token_seq, b.h_q_start = q_start, b.h_kv_len = kv_len;
+  b.h_page_table[int(g)] = table;
+
+  const Tensor q = mem.tensor(DType::BF16, {T, int64_t(s.nq) * s.head_dim});
+  const Tensor out = mem.tensor(DType::BF16, {T, int64_t(s.nq) * s.head_dim});
+  fill(q, 3, 0.5f);
+  const size_t ws_bytes = attention_workspace_bytes(T, s.seqs, s.nq, s.head_dim);
+  void* ws = mem.tensor(DType::U8, {int64_t(ws_bytes)}).data;
+
+  AttentionParams p;
+  p.num_q_heads = s.nq, p.num_kv_heads = s.nkv, p.head_dim = s.head_dim, p.sliding_window = s.window;
+  cudaEvent_t start, stop;
+  GS_CUDA_CHECK(cudaEventCreate(&start));
+  GS_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<float> times;
+  for (int r = 0; r < reps + 3; ++r) {
+    GS_CUDA_CHECK(cudaEventRecord(start));
+    paged_attention(q, b, g, pool, 0, p, out, ws, ws_bytes, nullptr);
+    GS_CUDA_CHECK(cudaEventRecord(stop));
+    GS_CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    GS_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    if (r >= 3) times.push_back(ms);  // three warm-ups
+  }
+  GS_CUDA_CHECK(cudaEventDestroy(start));
+  GS_CUDA_CHECK(cudaEventDestroy(stop));
+  std::sort(times.begin(), times.end());
+
+  // Visible (query row, key) pairs per query head, and visible keys per (sequence, KV head).
+  double pairs = 0;
+  for (int j = 0; j < s.q_len; ++j) {
+    const int pos = s.kv_len - s.q_len + j;
+    pairs += s.window ? std::min(pos + 1, s.window) : pos + 1;
+  }
+  const int first = s.kv_len - s.q_len;
+  const double keys_read = s.window ? s.kv_len - std::max(0, first - s.window + 1) : s.kv_len;
+  AttentionBenchResult res;
+  res.name = s.name;
+  res.ms = times[times.size() / 2];
+  res.tflops = pairs * s.seqs * s.nq * 4.0 * s.head_dim / (res.ms * 1e-3) / 1e12;
+  res.kv_tbytes_per_s = keys_read * s.seqs * s.nkv * 2.0 * s.head_dim * 2 / (res.ms * 1e-3) / 1e12;
+  return res;
+}
+
+}  // namespace
+
+std::vector<AttentionBenchResult> bench_attention(int reps) {
+  // Shapes of Gemma-4 31B (full: 32 q / 4 kv heads, d 512; sliding: 32 / 16, d 256, W 1024) and
+  // E2B (8 / 1, group 8).
+  const BenchShape shapes[] = {
+      {"prefill 8k hd512 causal (31B full)", 512, 32, 4, 0, 1, 8192, 8192},
+      {"prefill 8k hd256 sliding W1024 (31B)", 256, 32, 16, 1024, 1, 8192, 8192},
+      {"prefill 8k hd512 causal (E2B full)", 512, 8, 1, 0, 1, 8192, 8192},
+      {"decode b64 ctx4k hd512 (31B full)", 512, 32, 4, 0, 64, 1, 4096},
+      {"decode b64 ctx4k hd512 (E2B full)", 512, 8, 1, 0, 64, 1, 4096},
+      {"decode b64 ctx4k hd256 W1024 (31B sliding)", 256, 32, 16, 1024, 64, 1, 4096},
+      {"verify b64 q4 ctx4k hd512 (31B full)", 512, 32, 4, 0, 64, 4, 4096},
+  };
+  std::vector<AttentionBenchResult> out;
+  for (const BenchShape& s : shapes) out.push_back(run_shape(s, reps));
+  return out;
+}
+
+}  // namespace gs::cuda

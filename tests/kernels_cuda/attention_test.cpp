@@ -1,0 +1,182 @@
+// gs::cuda::paged_attention against a double-precision reference (attention_harness.cpp) on fresh
+// random inputs: both head dims, GQA groups 1..16, ragged lengths, page sizes, windows below and
+// above the sequence, freed sliding pages, chunks over a cached prefix, the vision overlay,
+// decode and verify batches, with and without split-KV. Skipped where no CUDA device exists.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <string>
+
+#include "attention_harness.h"
+#include "core/error.h"
+#include "kernels/cuda/attention.h"
+
+namespace gs::test {
+namespace {
+
+class Attention : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cuda_device_present()) GTEST_SKIP() << "no CUDA device";
+    seed_ = std::random_device{}();
+    rng_.seed(seed_);
+  }
+  void expect_exact(const AttnCase& c, const std::string& what) {
+    SCOPED_TRACE(what + " (seed " + std::to_string(seed_) + ")");
+    const AttnResult r = run_attention_case(c, rng_);
+    EXPECT_EQ(r.nonfinite, 0) << "of " << r.elems << " outputs";
+    EXPECT_LT(r.rel_err, 1e-2);
+    EXPECT_EQ(r.bad_elems, 0) << "first: " << r.first_bad;
+  }
+  // A case with `n` sequences of random cached prefix in [0, max_cached] and q_len in [1, max_q].
+  std::vector<SeqCase> ragged(int n, int max_cached, int max_q) {
+    std::vector<SeqCase> seqs(n);
+    for (auto& s : seqs) {
+      s.cached = std::uniform_int_distribution<int>(0, max_cached)(rng_);
+      s.q_len = std::uniform_int_distribution<int>(1, max_q)(rng_);
+    }
+    return seqs;
+  }
+  uint64_t seed_ = 0;
+  std::mt19937_64 rng_;
+};
+
+AttnCase make(int hd, int nq, int nkv, int window, int page_size, std::vector<SeqCase> seqs) {
+  AttnCase c;
+  c.head_dim = hd, c.num_q_heads = nq, c.num_kv_heads = nkv, c.window = window, c.page_size = page_size;
+  c.seqs = std::move(seqs);
+  return c;
+}
+
+TEST_F(Attention, PrefillCausalBothHeadDimsAllGroups) {
+  for (int hd : {256, 512})
+    for (int group : {1, 2, 4, 8}) {
+      const int nkv = group == 1 ? 2 : 1;
+      expect_exact(make(hd, group * nkv, nkv, 0, 16, {{0, 77}}),
+                   "hd " + std::to_string(hd) + " group " + std::to_string(group));
+    }
+}
+
+TEST_F(Attention, PrefillRaggedBatchPageSizes) {
+  for (int ps : {16, 32, 48})
+    for (int hd : {256, 512}) {
+      AttnCase c = make(hd, 8, 2, 0, ps, {{0, 1}, {0, 130}, {0, 33}, {0, 64}, {0, 65}});
+      expect_exact(c, "page size " + std::to_string(ps) + " hd " + std::to_string(hd));
+    }
+}
+
+TEST_F(Attention, ChunkOverCachedPrefix) {
+  expect_exact(make(512, 8, 2, 0, 16, {{150, 70}, {31, 200}, {1000, 17}}), "hd 512 chunks");
+  expect_exact(make(256, 4, 2, 0, 32, ragged(6, 600, 150)), "hd 256 random chunks");
+}
+
+TEST_F(Attention, SlidingWindowSmallerAndLargerThanSequence) {
+  expect_exact(make(256, 4, 2, 64, 16, {{0, 300}}), "window 64 < 300 rows");
+  expect_exact(make(256, 8, 1, 1024, 16, {{100, 50}}), "window 1024 > 150 keys");
+  expect_exact(make(256, 2, 2, 100, 32, {{0, 250}, {300, 37}}), "window 100, not a tile multiple");
+  expect_exact(make(512, 8, 2, 48, 16, {{0, 129}}), "hd 512 with a window");
+}
+
+TEST_F(Attention, SlidingWindowSkipsFreedPages) {
+  for (int ps : {16, 32}) {
+    AttnCase c = make(256, 4, 2, 128, ps, {{500, 40}, {700, 1}, {129, 5}, {64, 64}});
+    c.free_below_window = true;
+    SCOPED_TRACE("page size " + std::to_string(ps));
+    expect_exact(c, "freed sliding pages");
+  }
+  AttnCase decode = make(256, 16, 8, 96, 16, ragged(20, 1500, 1));
+  decode.free_below_window = true;
+  expect_exact(decode, "decode with freed pages");
+}
+
+TEST_F(Attention, VisionBlocksAttendBidirectionally) {
+  // Two images in one chunk over a text prefix; the first image is longer than the window, so its
+  // rows see keys of their own block far outside the window, and earlier rows see later keys.
+  SeqCase s(20, 100);
+  s.mm_block.assign(100, -1);
+  for (int i = 30; i < 70; ++i) s.mm_block[i] = 0;
+  for (int i = 80; i < 90; ++i) s.mm_block[i] = 1;
+  AttnCase sliding = make(256, 4, 2, 16, 16, {s, {5, 9}});
+  sliding.mm_bidirectional = true;
+  expect_exact(sliding, "sliding window 16 with vision blocks");
+  sliding.free_below_window = true;
+  expect_exact(sliding, "vision blocks with freed pages");
+  AttnCase full = make(512, 8, 1, 0, 32, {s});
+  full.mm_bidirectional = true;
+  expect_exact(full, "causal hd 512 with vision blocks");
+}
+
+TEST_F(Attention, DecodeBatchOfMixedLengths) {
+  for (int group : {1, 2, 4, 8, 16}) {
+    const int nkv = group >= 8 ? 1 : 2;
+    expect_exact(make(512, group * nkv, nkv, 0, 16, ragged(12, 3000, 1)), "hd 512 group " + std::to_string(group));
+    expect_exact(make(256, group * nkv, nkv, 512, 32, ragged(12, 3000, 1)), "hd 256 group " + std::to_string(group));
+  }
+}
+
+TEST_F(Attention, DecodeWithoutAndWithSmallWorkspace) {
+  AttnCase c = make(512, 8, 2, 0, 16, ragged(5, 2000, 1));
+  c.use_workspace = false;
+  expect_exact(c, "single pass");
+  c.use_workspace = true;
+  c.workspace_bytes = 3 * 5 * 8 * (512 + 2) * 4;  // room for three splits only
+  expect_exact(c, "three splits");
+}
+
+TEST_F(Attention, VerifyShapes) {
+  for (int q = 2; q <= 8; q += 3) {
+    expect_exact(make(512, 8, 1, 0, 16, ragged(6, 900, q)), "hd 512 group 8 verify " + std::to_string(q));
+    expect_exact(make(256, 4, 2, 512, 16, ragged(6, 900, q)), "hd 256 group 2 verify " + std::to_string(q));
+  }
+}
+
+TEST_F(Attention, ExplicitPositionsAndScale) {
+  // Rows at arbitrary positions (a drafter queries at a fixed position), and a non-unit scale.
+  SeqCase s(60, 4);
+  s.positions = {63, 10, 63, 41};
+  AttnCase c = make(256, 4, 1, 0, 16, {s});
+  c.scale = 0.0625f;
+  c.q_amp = 2.f;
+  expect_exact(c, "explicit positions");
+  c.window = 20;
+  expect_exact(c, "explicit positions, window 20");
+}
+
+// Argument checks run before anything touches the GPU, so they also run where there is none.
+TEST(AttentionArgs, RejectsWhatItCannotCompute) {
+  int fake = 0;
+  auto dev = [&](DType dt, Shape s) {
+    Tensor t;
+    t.data = &fake, t.dtype = dt, t.shape = s, t.device = Device::CUDA;
+    return t;
+  };
+  AttentionBatch b;
+  b.num_seqs = 1, b.num_tokens = 2, b.max_q_len = 2, b.max_kv_len = 2, b.page_size = 16;
+  KvPool pool;
+  pool.cache_layers = 1, pool.num_pages = 1, pool.page_size = 16, pool.kv_heads = 1, pool.head_dim = 256;
+  pool.k = pool.v = dev(DType::BF16, {1, 1, 16, 1, 256});
+  AttentionParams p;
+  p.num_q_heads = 2, p.num_kv_heads = 1, p.head_dim = 256;
+  const Tensor q = dev(DType::BF16, {2, 512});
+  auto message = [&](const Tensor& qq, const AttentionParams& pp, int layer) {
+    try {
+      cuda::paged_attention(qq, b, KvGroup::Full, pool, layer, pp, qq, nullptr, 0, nullptr);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  AttentionParams bad_hd = p;
+  bad_hd.head_dim = 128;
+  EXPECT_NE(message(q, bad_hd, 0).find("head_dim 128"), std::string::npos);
+  AttentionParams bad_group = p;
+  bad_group.num_q_heads = 3, bad_group.num_kv_heads = 2;
+  EXPECT_NE(message(q, bad_group, 0).find("3 query heads"), std::string::npos);
+  EXPECT_NE(message(dev(DType::F32, {2, 512}), p, 0).find("q is f32"), std::string::npos);
+  EXPECT_NE(message(dev(DType::BF16, {2, 256}), p, 0).find("expected [2, 512]"), std::string::npos);
+  EXPECT_NE(message(q, p, 1).find("cache layer 1"), std::string::npos);
+  EXPECT_NE(message(q, p, 0).find("AttentionBatch.positions is undefined"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace gs::test
