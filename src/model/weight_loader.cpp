@@ -1,0 +1,247 @@
+#include "model/weight_loader.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <set>
+
+#include "core/error.h"
+#include "core/log.h"
+
+namespace gs {
+
+namespace {
+
+bool is_float(DType t) { return t == DType::BF16 || t == DType::F16 || t == DType::F32; }
+
+Shape to_shape(const std::vector<int64_t>& v) {
+  Shape s;
+  for (int64_t d : v) s.d[s.ndim++] = d;
+  return s;
+}
+
+class Loader {
+ public:
+  Loader(const Checkpoint& ckpt, const ModelConfig& cfg, Backend& be, const LoadProgress& progress)
+      : ckpt_(ckpt), cfg_(cfg), be_(be), progress_(progress), total_(ckpt.loaded_bytes()) {}
+
+  // The checked checkpoint tensor `name` (prefix included) of the given shape and a float dtype.
+  const TensorRef& get(const std::string& name, Shape expect) {
+    const TensorRef& t = ckpt_.tensor(name);
+    Shape got;
+    if (t.shape.size() <= got.d.size()) got = to_shape(t.shape);
+    if (t.shape.size() > got.d.size() || !(got == expect))
+      throw Error("tensor '{}' in {} has shape {}, but the config ({}) implies {}", name, *t.file, shape_str(t.shape),
+                  ckpt_.config_path(), expect.str());
+    if (!is_float(t.dtype))
+      throw Error("tensor '{}' in {} has dtype {}, expected a float type (bf16, f16 or f32)", name, *t.file,
+                  dtype_name(t.dtype));
+    used_.insert(name);
+    done_ += t.nbytes;
+    if (progress_) progress_(done_, total_);
+    return t;
+  }
+
+  // A host tensor over the mapped bytes (copied only when the mapping is misaligned for the dtype).
+  static Tensor host_view(const TensorRef& t) {
+    Tensor v = borrow_host(const_cast<uint8_t*>(t.data), t.dtype, to_shape(t.shape));
+    if (reinterpret_cast<uintptr_t>(t.data) % dtype_size(t.dtype) == 0) return v;
+    Tensor c = host_tensor(t.dtype, v.shape);
+    std::memcpy(c.data, t.data, t.nbytes);
+    return c;
+  }
+
+  Tensor weight(const std::string& name, Shape expect) { return be_.upload_weight(host_view(get(name, expect))); }
+
+  // Rows of several [r_i, cols] tensors stacked into one [sum r_i, cols] weight.
+  Tensor fused(const std::vector<std::pair<std::string, Shape>>& parts) {
+    std::vector<const TensorRef*> refs;
+    int64_t rows = 0, cols = parts[0].second[1];
+    bool same = true;
+    for (const auto& [name, shape] : parts) {
+      refs.push_back(&get(name, shape));
+      rows += shape[0];
+      same &= refs.back()->dtype == refs[0]->dtype;
+    }
+    DType dt = same ? refs[0]->dtype : DType::F32;  // mixed dtypes meet in f32
+    Tensor host = host_tensor(dt, {rows, cols});
+    uint8_t* dst = host.ptr<uint8_t>();
+    for (const TensorRef* r : refs) {
+      if (r->dtype == dt) std::memcpy(dst, r->data, r->nbytes);
+      else convert_to_f32(r->dtype, host_view(*r).data, reinterpret_cast<float*>(dst), size_t(r->numel()));
+      dst += size_t(r->numel()) * dtype_size(dt);
+    }
+    return be_.upload_weight(host);
+  }
+
+  float scalar(const std::string& name) {
+    Tensor h = host_view(get(name, {1}));
+    float v = 0;
+    convert_to_f32(h.dtype, h.data, &v, 1);
+    return v;
+  }
+
+  Tensor token_ordering(const std::string& name, int64_t vocab) {
+    const TensorRef& t = ckpt_.tensor(name);
+    if (t.dtype != DType::I64 && t.dtype != DType::I32)
+      throw Error("tensor '{}' in {} has dtype {}, expected i64 (or i32)", name, *t.file, dtype_name(t.dtype));
+    if (t.shape.size() != 1 || t.shape[0] != vocab)
+      throw Error("tensor '{}' in {} has shape {}, but the config implies [{}]", name, *t.file, shape_str(t.shape),
+                  vocab);
+    used_.insert(name);
+    Tensor out = host_tensor(DType::I32, {vocab});
+    for (int64_t i = 0; i < vocab; ++i) {
+      int64_t v;
+      if (t.dtype == DType::I64) std::memcpy(&v, t.data + 8 * i, 8);
+      else {
+        int32_t v32;
+        std::memcpy(&v32, t.data + 4 * i, 4);
+        v = v32;
+      }
+      if (v < 0 || v >= vocab)
+        throw Error("tensor '{}' in {}: entry {} = {} is not a token id below {}", name, *t.file, i, v, vocab);
+      out.ptr<int32_t>()[i] = int32_t(v);
+    }
+    Tensor dev = be_.empty(DType::I32, {vocab});
+    be_.copy_from_host(dev, out.data);
+    return dev;
+  }
+
+  void warn_unused() const {
+    std::vector<std::string> unused;
+    const std::string kv_marks[] = {".self_attn.k_proj.", ".self_attn.v_proj.", ".self_attn.k_norm."};
+    for (const auto& [name, t] : ckpt_.tensors()) {
+      if (used_.count(name)) continue;
+      bool shared_kv = false;  // K/V of KV-shared layers: present in some checkpoints, never used
+      for (const auto& m : kv_marks) shared_kv |= name.find(m) != std::string::npos;
+      if (!shared_kv) unused.push_back(name);
+    }
+    if (unused.empty()) return;
+    std::string list;
+    for (size_t i = 0; i < unused.size() && i < 5; ++i) list += (i ? ", " : "") + unused[i];
+    log::warn("{}: {} tensors not used by the model: {}{}", ckpt_.dir(), unused.size(), list,
+              unused.size() > 5 ? ", ..." : "");
+  }
+
+  const Checkpoint& ckpt_;
+  const ModelConfig& cfg_;
+  Backend& be_;
+  LoadProgress progress_;
+  size_t total_, done_ = 0;
+  std::set<std::string> used_;
+};
+
+LayerWeights load_layer(Loader& ld, const ModelConfig& c, int i) {
+  const LayerSpec& s = c.layers[i];
+  const std::string p = c.weight_prefix + "layers." + std::to_string(i) + ".";
+  const int64_t H = c.hidden_size, d = s.head_dim, qd = int64_t(c.num_q_heads) * d, kvd = int64_t(s.num_kv_heads) * d;
+  const int64_t I = s.intermediate;
+  LayerWeights w;
+  w.input_norm = ld.weight(p + "input_layernorm.weight", {H});
+  w.post_attn_norm = ld.weight(p + "post_attention_layernorm.weight", {H});
+  w.pre_ffn_norm = ld.weight(p + "pre_feedforward_layernorm.weight", {H});
+  w.post_ffn_norm = ld.weight(p + "post_feedforward_layernorm.weight", {H});
+  w.layer_scalar = ld.scalar(p + "layer_scalar");
+
+  std::vector<std::pair<std::string, Shape>> qkv = {{p + "self_attn.q_proj.weight", {qd, H}}};
+  if (s.owns_kv) {
+    qkv.push_back({p + "self_attn.k_proj.weight", {kvd, H}});
+    if (!s.k_eq_v) qkv.push_back({p + "self_attn.v_proj.weight", {kvd, H}});
+    w.k_norm = ld.weight(p + "self_attn.k_norm.weight", {d});
+  }
+  w.qkv = ld.fused(qkv);
+  w.q_norm = ld.weight(p + "self_attn.q_norm.weight", {d});
+  w.o_proj = ld.weight(p + "self_attn.o_proj.weight", {H, qd});
+  w.gate_up = ld.fused({{p + "mlp.gate_proj.weight", {I, H}}, {p + "mlp.up_proj.weight", {I, H}}});
+  w.down = ld.weight(p + "mlp.down_proj.weight", {H, I});
+
+  if (c.ple_dim) {
+    const int64_t P = c.ple_dim;
+    w.ple_gate = ld.weight(p + "per_layer_input_gate.weight", {P, H});
+    w.ple_proj = ld.weight(p + "per_layer_projection.weight", {H, P});
+    w.ple_post_norm = ld.weight(p + "post_per_layer_input_norm.weight", {H});
+  }
+  if (c.moe) {
+    const int64_t E = c.num_experts, Im = c.moe_intermediate_size;
+    w.pre_ffn_norm_2 = ld.weight(p + "pre_feedforward_layernorm_2.weight", {H});
+    w.post_ffn_norm_1 = ld.weight(p + "post_feedforward_layernorm_1.weight", {H});
+    w.post_ffn_norm_2 = ld.weight(p + "post_feedforward_layernorm_2.weight", {H});
+    w.router_proj = ld.weight(p + "router.proj.weight", {E, H});
+    w.router_scale = ld.weight(p + "router.scale", {H});
+    w.per_expert_scale = ld.weight(p + "router.per_expert_scale", {E});
+    w.experts_gate_up = ld.weight(p + "experts.gate_up_proj", {E, 2 * Im, H});
+    w.experts_down = ld.weight(p + "experts.down_proj", {E, H, Im});
+  }
+  return w;
+}
+
+}  // namespace
+
+LoadProgress stderr_progress_bar(const std::string& label) {
+  if (!::isatty(2)) return [](size_t, size_t) {};
+  auto last = std::make_shared<int>(-1);
+  return [label, last](size_t done, size_t total) {
+    int pct = total ? int(100.0 * double(done) / double(total)) : 100;
+    if (pct > 100) pct = 100;
+    if (pct == *last) return;
+    *last = pct;
+    int filled = pct * 30 / 100;
+    std::fprintf(stderr, "\r%s [%.*s%*s] %3d%% %.1f/%.1f GB", label.c_str(), filled,
+                 "##############################", 30 - filled, "", pct, double(done) / 1e9, double(total) / 1e9);
+    if (pct == 100) std::fputc('\n', stderr);
+    std::fflush(stderr);
+  };
+}
+
+ModelWeights load_weights(const Checkpoint& ckpt, const ModelConfig& cfg, Backend& backend,
+                          const LoadProgress& progress) {
+  LoadProgress bar = progress;
+  if (!bar && ckpt.loaded_bytes() > (size_t(1) << 30)) bar = stderr_progress_bar("loading " + ckpt.dir());
+  Loader ld(ckpt, cfg, backend, bar);
+  const std::string& P = cfg.weight_prefix;
+  const int64_t H = cfg.hidden_size, V = cfg.vocab_size;
+  ModelWeights w;
+  w.embed = ld.weight(P + "embed_tokens.weight", {V, H});
+  w.final_norm = ld.weight(P + "norm.weight", {H});
+  if (cfg.ple_dim) {
+    const int64_t LP = int64_t(cfg.num_layers) * cfg.ple_dim;
+    w.ple_table = ld.weight(P + "embed_tokens_per_layer.weight", {cfg.ple_vocab_size, LP});
+    w.ple_model_proj = ld.weight(P + "per_layer_model_projection.weight", {LP, H});
+    w.ple_proj_norm = ld.weight(P + "per_layer_projection_norm.weight", {cfg.ple_dim});
+  }
+  for (int i = 0; i < cfg.num_layers; ++i) w.layers.push_back(load_layer(ld, cfg, i));
+  if (cfg.is_assistant) {
+    const int64_t Ht = cfg.backbone_hidden_size;
+    w.pre_projection = ld.weight("pre_projection.weight", {H, 2 * Ht});
+    w.post_projection = ld.weight("post_projection.weight", {Ht, H});
+    if (cfg.use_ordered_embeddings) {
+      w.centroids = ld.weight("masked_embedding.centroids.weight", {cfg.num_centroids, H});
+      w.token_ordering = ld.token_ordering("masked_embedding.token_ordering", V);
+    }
+  }
+  if (bar) bar(ld.total_, ld.total_);
+  ld.warn_unused();
+  log::info("loaded {} ({} layers, {:.2f} GB on {})", ckpt.dir(), cfg.num_layers, double(w.bytes()) / 1e9,
+            backend.name());
+  return w;
+}
+
+size_t ModelWeights::bytes() const {
+  size_t n = 0;
+  auto add = [&](const Tensor& t) { n += t.defined() ? t.nbytes() : 0; };
+  for (const Tensor* t : {&embed, &final_norm, &ple_table, &ple_model_proj, &ple_proj_norm, &pre_projection,
+                          &post_projection, &centroids, &token_ordering})
+    add(*t);
+  for (const LayerWeights& l : layers) {
+    for (const Tensor* t :
+         {&l.input_norm, &l.post_attn_norm, &l.pre_ffn_norm, &l.post_ffn_norm, &l.qkv, &l.q_norm, &l.k_norm, &l.o_proj,
+          &l.gate_up, &l.down, &l.ple_gate, &l.ple_proj, &l.ple_post_norm, &l.pre_ffn_norm_2, &l.post_ffn_norm_1,
+          &l.post_ffn_norm_2, &l.router_proj, &l.router_scale, &l.per_expert_scale, &l.experts_gate_up,
+          &l.experts_down})
+      add(*t);
+  }
+  return n;
+}
+
+}  // namespace gs
