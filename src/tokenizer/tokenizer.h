@@ -31,7 +31,8 @@ class Tokenizer {
 };
 
 // Turns a stream of token ids into UTF-8 text pieces, never splitting a multi-byte character
-// across pieces (bytes are held until the character is complete).
+// across pieces (bytes are held until the character is complete). The pieces concatenated equal
+// decode() of all the ids.
 class IncrementalDetokenizer {
  public:
   IncrementalDetokenizer(std::shared_ptr<const Tokenizer> tok, bool skip_special = true);
@@ -39,10 +40,16 @@ class IncrementalDetokenizer {
   std::string flush();       // whatever is pending at the end (invalid bytes become U+FFFD)
 
  private:
+  std::string take_new_text();
+
   std::shared_ptr<const Tokenizer> tok_;
   bool skip_special_;
+  // A short window of recent ids: ids_[0, prefix_offset_) were emitted and are kept as context
+  // (a decoder may treat the first token of a sequence differently); ids_[prefix_offset_, end)
+  // are pending. A run of <0xXX> byte tokens stays pending until it ends, because the whole run
+  // decides how its bytes decode.
   std::vector<int> ids_;
-  size_t emitted_bytes_ = 0;
+  size_t emitted_bytes_ = 0;  // bytes of decode(ids_[0, prefix_offset_))
   size_t prefix_offset_ = 0;
 };
 
