@@ -1,0 +1,54 @@
+// The pieces of one Gemma-4 decoder layer (gemma4-architecture.md §2.4-2.9), each a short sequence
+// of backend ops over the model's workspace. Internal to model/: Gemma4Model::forward strings them
+// together.
+#pragma once
+#include "model/model_config.h"
+#include "model/weights.h"
+#include "ops/backend.h"
+
+namespace gs {
+
+// Activation buffers sized once by Gemma4Model::reserve for max_tokens rows; each step uses the
+// first T rows (rows_of).
+struct Gemma4Workspace {
+  int max_tokens = 0, max_logit_rows = 0;
+  Tensor x;         // [T, H] residual stream
+  Tensor a;         // [T, H] normed input of a block
+  Tensor o;         // [T, H] block output before its post-norm
+  Tensor m;         // [T, H] MoE experts output
+  Tensor qkv;       // [T, max qkv width]
+  Tensor q;         // [T, Nq · max d]
+  Tensor attn;      // [T, Nq · max d]
+  Tensor gate_up;   // [T, 2 · max I]
+  Tensor act;       // [T, max I]
+  Tensor moe_ids;   // i32 [T, top_k]
+  Tensor moe_w;     // f32 [T, top_k]
+  Tensor ple_proj;  // [T, L · P]
+  Tensor ple;       // [L, T, P]
+  Tensor ple_gate;  // [T, P]
+  Tensor hidden;    // [R, H] final-normed rows whose logits are wanted
+  Tensor logits;    // f32 [R, V]
+  size_t bytes() const;
+};
+
+// The first `rows` rows of a workspace buffer, viewed as [rows, cols].
+Tensor rows_of(const Tensor& buf, int64_t rows, int64_t cols);
+
+// h += post_attention_norm(o_proj(attention(input_norm(h)))), reading/writing the layer's KV cache.
+void attention_block(Backend& be, const ModelConfig& cfg, int layer, const LayerWeights& w, Gemma4Workspace& ws,
+                     const AttentionBatch& batch, KvCache& cache, int T);
+
+// h = (h + post_ffn_norm(ffn(h))) · out_scale; ffn is the dense MLP, or for MoE layers the dense
+// branch plus the routed experts (§2.8).
+void ffn_block(Backend& be, const ModelConfig& cfg, int layer, const LayerWeights& w, Gemma4Workspace& ws, int T,
+               float out_scale);
+
+// Per-layer inputs of all layers for this step (§2.3) into ws.ple, from the scaled embeddings in ws.x.
+void compute_per_layer_inputs(Backend& be, const ModelConfig& cfg, const ModelWeights& w, Gemma4Workspace& ws,
+                              const Tensor& ids, int T);
+
+// h = (h + post_per_layer_input_norm(proj(gelu_tanh(gate(h)) ⊙ ple[layer]))) · out_scale.
+void ple_block(Backend& be, const ModelConfig& cfg, int layer, const LayerWeights& w, Gemma4Workspace& ws, int T,
+               float out_scale);
+
+}  // namespace gs
