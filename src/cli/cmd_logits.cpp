@@ -1,0 +1,84 @@
+// gemmaserve logits: the logits of a token sequence, for parity checks against the reference.
+// Reads int32 ids [T] from a .npy file, writes float32 logits [T, vocab] (after the final
+// soft-cap), computed in one of three ways: one prefill forward, token-by-token decode, or chunks.
+#include <chrono>
+#include <memory>
+
+#include "checkpoint/checkpoint.h"
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "core/npy.h"
+#include "kernels/backends.h"
+#include "model/dummy_weights.h"
+#include "model/gemma4_model.h"
+#include "model/weight_loader.h"
+#include "runner/sequence_runner.h"
+
+namespace gs::cli {
+namespace {
+
+struct LogitsOptions {
+  std::string model, tokens, out;
+  std::string backend = "cpu";
+  std::string mode = "prefill";
+  int chunk = 0;
+  int page_size = 16;
+  std::string load_format = "auto";
+};
+
+int run(const LogitsOptions& o) {
+  const LogitsMode mode = parse_logits_mode(o.mode);
+  GS_CHECK(mode != LogitsMode::Chunked || o.chunk > 0, "--mode chunked needs --chunk N with N > 0");
+  GS_CHECK(o.load_format == "auto" || o.load_format == "dummy",
+           "--load-format '{}' is not one of auto, dummy", o.load_format);
+  const std::vector<int> tokens = npy_token_ids(read_npy(o.tokens), o.tokens);
+  GS_CHECK(!tokens.empty(), "{}: no token ids", o.tokens);
+
+  std::unique_ptr<Backend> backend = create_backend(o.backend);
+  ModelConfig cfg;
+  ModelWeights weights;
+  if (o.load_format == "dummy") {
+    cfg = resolve_dummy_config(o.model);
+    weights = make_dummy_weights(cfg, *backend);
+  } else {
+    auto ckpt = Checkpoint::open(o.model);
+    cfg = ModelConfig::from_json(ckpt->config_json());
+    weights = load_weights(*ckpt, cfg, *backend);
+  }
+  for (size_t i = 0; i < tokens.size(); ++i)
+    GS_CHECK(tokens[i] >= 0 && tokens[i] < cfg.vocab_size, "{}: token id {} at index {} is outside the vocabulary [0, {})",
+             o.tokens, tokens[i], i, cfg.vocab_size);
+  Gemma4Model model(cfg, std::move(weights), *backend);
+
+  SequenceRunOptions opt;
+  opt.mode = mode;
+  opt.chunk = o.chunk;
+  opt.page_size = o.page_size;
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<float> logits = sequence_logits(model, tokens, opt);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  write_npy(o.out, DType::F32, {int64_t(tokens.size()), int64_t(cfg.vocab_size)}, logits.data());
+  log::info("logits: {} tokens ({} mode) on {} in {:.3f} s -> {}", tokens.size(), o.mode, backend->name(), secs, o.out);
+  return 0;
+}
+
+GS_REGISTER_COMMAND(logits, "logits", "Compute the logits of a token sequence (.npy in, .npy out)",
+                    [](CLI::App& app) -> std::function<int()> {
+                      auto o = std::make_shared<LogitsOptions>();
+                      app.add_option("--model", o->model, "Model directory (or, with --load-format dummy, a preset)")
+                          ->required();
+                      app.add_option("--tokens", o->tokens, "int32 token ids, shape [T] (.npy)")->required();
+                      app.add_option("--out", o->out, "float32 logits, shape [T, vocab] (.npy)")->required();
+                      app.add_option("--backend", o->backend, "cpu, cuda or cuda:N")->capture_default_str();
+                      app.add_option("--mode", o->mode, "prefill | decode | chunked")->capture_default_str();
+                      app.add_option("--chunk", o->chunk, "tokens per forward in chunked mode");
+                      app.add_option("--page-size", o->page_size, "KV cache page size in tokens")
+                          ->capture_default_str();
+                      app.add_option("--load-format", o->load_format, "auto (read the checkpoint) | dummy (random)")
+                          ->capture_default_str();
+                      return [o] { return run(*o); };
+                    });
+
+}  // namespace
+}  // namespace gs::cli
