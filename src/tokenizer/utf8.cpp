@@ -83,11 +83,22 @@ bool is_word_char(uint32_t cp) {
     return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp == '_';
   }
   if (is_whitespace(cp)) return false;
-  if (cp >= 0x80 && cp <= 0xBF) return cp == 0xAA || cp == 0xB2 || cp == 0xB3 || cp == 0xB5 || cp == 0xB9 || cp == 0xBA;
-  if (cp == 0xD7 || cp == 0xF7) return false;
-  if (cp >= 0x2000 && cp <= 0x206F) return false;  // general punctuation
-  if (cp >= 0x3000 && cp <= 0x303F) return false;  // CJK symbols and punctuation
-  if (cp >= 0xFF00 && cp <= 0xFF0F) return false;  // fullwidth punctuation
+  // Blocks made (almost) only of punctuation and symbols; everything else outside ASCII is
+  // treated as letters, digits or marks.
+  struct Range {
+    uint32_t lo, hi;
+  };
+  static constexpr Range kNonWord[] = {
+      {0x80, 0xA9},     {0xAB, 0xB1},     {0xB4, 0xB4},     {0xB6, 0xB8},     {0xBB, 0xBF},
+      {0xD7, 0xD7},     {0xF7, 0xF7},     {0x2000, 0x206F}, {0x20A0, 0x20CF}, {0x2100, 0x214F},
+      {0x2190, 0x23FF}, {0x2400, 0x245F}, {0x2500, 0x27BF}, {0x27C0, 0x2BFF}, {0x2E00, 0x2E7F},
+      {0x3000, 0x3004}, {0x3008, 0x3020}, {0xE000, 0xF8FF}, {0xFE10, 0xFE1F}, {0xFE30, 0xFE6F},
+      {0xFF00, 0xFF0F}, {0xFF1A, 0xFF20}, {0xFF3B, 0xFF40}, {0xFF5B, 0xFF65}, {0xFFF0, 0xFFFF},
+      {0x1F000, 0x1FAFF},
+  };
+  for (const Range& r : kNonWord) {
+    if (cp >= r.lo && cp <= r.hi) return false;
+  }
   return true;
 }
 

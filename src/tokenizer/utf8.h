@@ -26,8 +26,8 @@ bool is_valid(std::string_view s);
 // Unicode White_Space property (what Rust's char::is_whitespace tests).
 bool is_whitespace(uint32_t cp);
 
-// Approximation of the regex \w class: letters, digits, marks and '_' (non-ASCII code points
-// count as word characters unless they are whitespace or general punctuation).
+// Approximation of the Unicode regex \w class (letters, marks, digits, '_'): exact for ASCII;
+// beyond it, code points in punctuation/symbol/emoji blocks are non-word, all others word.
 bool is_word_char(uint32_t cp);
 
 }  // namespace gs::utf8
