@@ -1,6 +1,6 @@
 #include "tokenizer/bpe_trainer.h"
 
-#include <map>
+#include <unordered_map>
 
 #include "tokenizer/utf8.h"
 
@@ -8,50 +8,67 @@ namespace gs {
 
 BpeTrainingResult train_bpe(const std::vector<std::pair<std::string, size_t>>& words, size_t max_merges,
                             size_t min_count) {
-  // Each word as its current list of symbols.
-  std::vector<std::vector<std::string>> symbols(words.size());
+  // Symbols are numbered; each word is its current list of symbol numbers.
+  std::vector<std::string> names;
+  std::unordered_map<std::string, int> number;
+  auto symbol = [&](const std::string& s) {
+    auto [it, added] = number.emplace(s, static_cast<int>(names.size()));
+    if (added) names.push_back(s);
+    return it->second;
+  };
+  std::vector<std::vector<int>> seqs(words.size());
   for (size_t w = 0; w < words.size(); ++w) {
     const std::string& s = words[w].first;
     for (size_t i = 0; i < s.size();) {
       const size_t len = utf8::char_len(s, i);
-      symbols[w].push_back(s.substr(i, len));
+      seqs[w].push_back(symbol(s.substr(i, len)));
       i += len;
     }
   }
+  auto key = [](int a, int b) { return (static_cast<uint64_t>(a) << 32) | static_cast<uint32_t>(b); };
+
   BpeTrainingResult result;
+  std::unordered_map<uint64_t, size_t> counts;
   while (result.merges.size() < max_merges) {
-    // An ordered map makes the tie-break (smallest pair) fall out of the iteration order.
-    std::map<std::pair<std::string, std::string>, size_t> counts;
+    counts.clear();
     for (size_t w = 0; w < words.size(); ++w) {
-      const auto& sym = symbols[w];
-      for (size_t i = 0; i + 1 < sym.size(); ++i) counts[{sym[i], sym[i + 1]}] += words[w].second;
+      const auto& seq = seqs[w];
+      for (size_t i = 0; i + 1 < seq.size(); ++i) counts[key(seq[i], seq[i + 1])] += words[w].second;
     }
-    const std::pair<std::string, std::string>* best = nullptr;
+    // Most frequent pair; ties go to the smallest (left, right) by text, so hashing order never
+    // shows in the result.
+    int best_l = -1, best_r = -1;
     size_t best_count = 0;
-    for (const auto& [pair, count] : counts) {
-      if (count > best_count) {
-        best = &pair;
+    for (const auto& [k, count] : counts) {
+      const int l = static_cast<int>(k >> 32), r = static_cast<int>(k & 0xFFFFFFFFu);
+      const bool better =
+          count > best_count ||
+          (count == best_count && best_l >= 0 &&
+           std::make_pair(std::string_view(names[l]), std::string_view(names[r])) <
+               std::make_pair(std::string_view(names[best_l]), std::string_view(names[best_r])));
+      if (better) {
+        best_l = l;
+        best_r = r;
         best_count = count;
       }
     }
-    if (best == nullptr || best_count < min_count) break;
-    const auto [left, right] = *best;
-    const std::string merged = left + right;
-    for (auto& sym : symbols) {
-      std::vector<std::string> next;
-      next.reserve(sym.size());
-      for (size_t i = 0; i < sym.size(); ++i) {
-        if (i + 1 < sym.size() && sym[i] == left && sym[i + 1] == right) {
-          next.push_back(merged);
+    if (best_l < 0 || best_count < min_count) break;
+    const std::string left = names[best_l], right = names[best_r];
+    const int merged = symbol(left + right);
+    for (auto& seq : seqs) {
+      size_t out = 0;
+      for (size_t i = 0; i < seq.size(); ++i) {
+        if (i + 1 < seq.size() && seq[i] == best_l && seq[i + 1] == best_r) {
+          seq[out++] = merged;
           ++i;
         } else {
-          next.push_back(sym[i]);
+          seq[out++] = seq[i];
         }
       }
-      sym = std::move(next);
+      seq.resize(out);
     }
     result.merges.emplace_back(left, right);
-    result.new_tokens.push_back(merged);
+    result.new_tokens.push_back(left + right);
   }
   return result;
 }
