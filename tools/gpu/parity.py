@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Golden parity of a gemmaserve backend on the GPU machine.
+
+For every fixture under fixtures/golden/<combo>/ (tiny checkpoints whose logits the Hugging Face
+reference computed in float32) and every mode (prefill, chunked, decode), runs
+`gemmaserve logits --backend B` and compares with the reference logits: relative L2 error,
+largest absolute difference, and top-1 agreement on the rows where the reference is confident
+(top-2 margin above --margin). The cuda backend computes in bf16, so the bounds are those of a
+bf16 forward, not of the cpu backend's f32 one.
+
+usage: parity.py GEMMASERVE FIXTURES_DIR [--backend cuda] [--log FILE]
+Exit status 0 when every case passes.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+MODES = [("prefill", []), ("chunked", ["--chunk", "5"]), ("decode", [])]
+
+
+def compare(out, ref, margin):
+    rel = float(np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-30))
+    top2 = np.sort(ref, axis=1)[:, -2:]
+    confident = (top2[:, 1] - top2[:, 0]) > margin
+    agree = out.argmax(axis=1) == ref.argmax(axis=1)
+    frac = float(agree[confident].mean()) if confident.any() else 1.0
+    return rel, float(np.abs(out - ref).max()), frac, int(confident.sum())
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("gemmaserve")
+    ap.add_argument("fixtures")
+    ap.add_argument("--backend", default="cuda")
+    ap.add_argument("--rel-tol", type=float, default=3e-2, help="bound on ||out-ref||/||ref||")
+    ap.add_argument("--margin", type=float, default=0.5, help="top-2 margin of a confident row")
+    ap.add_argument("--min-agree", type=float, default=0.95, help="top-1 agreement on confident rows")
+    ap.add_argument("--log", default=None)
+    a = ap.parse_args()
+
+    log = open(a.log, "w") if a.log else sys.stderr
+    combos = sorted(d for d in os.listdir(a.fixtures) if os.path.isfile(os.path.join(a.fixtures, d, "logits.npy")))
+    rows, ok_all = [], True
+    with tempfile.TemporaryDirectory() as tmp:
+        for combo in combos:
+            d = os.path.join(a.fixtures, combo)
+            ref = np.load(os.path.join(d, "logits.npy")).astype(np.float64)
+            for mode, extra in MODES:
+                out_path = os.path.join(tmp, f"{combo}-{mode}.npy")
+                cmd = [a.gemmaserve, "logits", "--model", d, "--tokens", os.path.join(d, "tokens.npy"),
+                       "--out", out_path, "--backend", a.backend, "--mode", mode] + extra
+                p = subprocess.run(cmd, capture_output=True, text=True)
+                log.write(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}\n")
+                if p.returncode != 0:
+                    rows.append((combo, mode, "ERROR", "", "", "", f"exit {p.returncode}: {p.stderr.strip()[-120:]}"))
+                    ok_all = False
+                    continue
+                out = np.load(out_path).astype(np.float64)
+                if out.shape != ref.shape or not np.isfinite(out).all():
+                    rows.append((combo, mode, "FAIL", "", "", "", f"shape {out.shape} / non-finite values"))
+                    ok_all = False
+                    continue
+                rel, mx, agree, n_conf = compare(out, ref, a.margin)
+                ok = rel <= a.rel_tol and agree >= a.min_agree
+                ok_all &= ok
+                rows.append((combo, mode, "ok" if ok else "FAIL", f"{rel:.2e}", f"{mx:.3f}", f"{agree:.3f}",
+                             f"{n_conf} confident rows"))
+    print(f"parity ({a.backend} vs HF f32 reference; pass: rel <= {a.rel_tol}, top-1 agreement >= {a.min_agree} "
+          f"on rows with top-2 margin > {a.margin})")
+    print(f"{'combo':<12} {'mode':<8} {'result':<6} {'rel L2':>9} {'max|d|':>8} {'top1':>6}  note")
+    for r in rows:
+        print(f"{r[0]:<12} {r[1]:<8} {r[2]:<6} {r[3]:>9} {r[4]:>8} {r[5]:>6}  {r[6]}")
+    return 0 if ok_all else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Everything the GPU machine checks and measures, in one call:
+#   1. the cuda kernel tests (tests/kernels_cuda: every op vs the cpu backend, attention),
+#   2. compute-sanitizer memcheck and racecheck over those tests,
+#   3. golden parity of `gemmaserve logits --backend cuda` (tools/gpu/parity.py),
+#   4. `gemmaserve bench-kernels`.
+# Full logs go to RESULTS_DIR; a short table is printed last. Each step has its own time limit
+# (seconds, overridable through the environment) so one slow step cannot eat the whole call.
+#
+# usage: tools/gpu/run-all.sh BUILD_DIR RESULTS_DIR
+#   BUILD_DIR: a CUDA build (or the lean folder of collect-libs.sh) with gpu-libs/ in it.
+#   GS_STEPS: which steps to run (default "tests memcheck racecheck parity bench").
+#   GS_TEST_FILTER: gtest filter for the sanitizer runs (default: everything but benchmarks).
+set -uo pipefail
+
+build=${1:?usage: run-all.sh BUILD_DIR RESULTS_DIR}
+results=${2:?usage: run-all.sh BUILD_DIR RESULTS_DIR}
+src=$(cd "$(dirname "$0")/../.." && pwd)
+build=$(cd "$build" && pwd)
+mkdir -p "$results"
+results=$(cd "$results" && pwd)
+steps=${GS_STEPS:-"tests memcheck racecheck parity bench"}
+filter=${GS_TEST_FILTER:-"-*Bench*"}
+
+# Shared libraries our Debian build needs and Ubuntu lacks (see collect-libs.sh).
+libs=/tmp/gs-gpu-libs
+mkdir -p "$libs"
+for f in "$build"/gpu-libs/*.gz; do
+  [[ -e $f ]] || continue
+  gunzip -c "$f" > "$libs/$(basename "${f%.gz}")"
+done
+export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+export PATH="/usr/local/cuda/bin:$PATH"
+
+tests_bin="$build/tests/test_kernels_cuda"
+gs_bin="$build/bin/gemmaserve"
+summary=()
+note() { summary+=("$(printf '%-12s %-6s %s' "$1" "$2" "$3")"); }
+
+{
+  nvidia-smi -L
+  nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
+  nvcc --version | tail -1
+  compute-sanitizer --version | head -1
+} > "$results/device.txt" 2>&1
+device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)
+
+for step in $steps; do
+  case $step in
+    tests)
+      timeout "${GS_T_TESTS:-60}" "$tests_bin" --gtest_color=no --gtest_output="xml:$results/kernel-tests.xml" \
+        > "$results/kernel-tests.log" 2>&1
+      rc=$?
+      passed=$(grep -c '^\[       OK \]' "$results/kernel-tests.log")
+      failed=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$results/kernel-tests.log")
+      note tests "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "rc=$rc, $passed passed, $failed failed (kernel-tests.log)"
+      ;;
+    memcheck|racecheck)
+      tool=$step
+      timeout "${GS_T_SANITIZER:-50}" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+        "$tests_bin" --gtest_color=no --gtest_filter="$filter" > "$results/$tool.log" 2>&1
+      rc=$?
+      errors=$(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$results/$tool.log")
+      status=ok
+      [[ $rc == 0 ]] || status=FAIL
+      [[ $rc == 124 ]] && status=TIME
+      note "$tool" "$status" "rc=$rc ${errors:-no summary} ($tool.log)"
+      ;;
+    parity)
+      timeout "${GS_T_PARITY:-45}" python3 "$src/tools/gpu/parity.py" "$gs_bin" "$src/fixtures/golden" \
+        --backend cuda --log "$results/parity-commands.log" > "$results/parity.txt" 2>&1
+      rc=$?
+      bad=$(grep -c -E ' (FAIL|ERROR) ' "$results/parity.txt")
+      note parity "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "rc=$rc, $bad failing cases (parity.txt)"
+      ;;
+    bench)
+      timeout "${GS_T_BENCH:-75}" "$gs_bin" bench-kernels --json "$results/bench-kernels.json" \
+        > "$results/bench-kernels.txt" 2>&1
+      rc=$?
+      note bench "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "rc=$rc (bench-kernels.txt, bench-kernels.json)"
+      ;;
+    *) note "$step" "?" "unknown step" ;;
+  esac
+done
+
+echo
+[[ -s $results/bench-kernels.txt ]] && cat "$results/bench-kernels.txt"
+[[ -s $results/parity.txt ]] && cat "$results/parity.txt"
+grep -E '^\[  FAILED  \]|Failure|error:' "$results/kernel-tests.log" 2>/dev/null | head -20
+echo
+echo "== gemmaserve GPU run on ${device:-unknown device}: $(date -u +%Y-%m-%dT%H:%MZ)"
+printf '%s\n' "${summary[@]}"
