@@ -15,9 +15,10 @@ TEST(AttentionBench, DISABLED_Table) {
   cudaDeviceProp prop{};
   ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
   std::printf("device: %s, %d SMs\n", prop.name, prop.multiProcessorCount);
-  std::printf("%-46s %10s %10s %12s\n", "shape", "ms", "TFLOP/s", "KV TB/s");
-  for (const auto& r : cuda::bench_attention()) {
-    std::printf("%-46s %10.3f %10.1f %12.2f\n", r.name.c_str(), r.ms, r.tflops, r.kv_tbytes_per_s);
+  std::printf("%-44s %-44s %6s %9s %9s %9s\n", "shape", "kernel", "splits", "ms", "TFLOP/s", "KV TB/s");
+  for (const auto& r : cuda::bench_attention(20, /*all_kernels=*/true)) {
+    std::printf("%-44s %-44s %6d %9.3f %9.1f %9.2f\n", r.name.c_str(), r.kernel.c_str(), r.splits, r.ms, r.tflops,
+                r.kv_tbytes_per_s);
     EXPECT_GT(r.ms, 0.0);
   }
 }

@@ -9,6 +9,7 @@
 #include "core/dtype.h"
 #include "core/tensor.h"
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_plan.cuh"
 
 namespace gs::test {
 namespace {
@@ -167,7 +168,11 @@ AttnResult run_attention_case(const AttnCase& c, std::mt19937_64& rng) {
   p.mm_bidirectional = c.mm_bidirectional, p.scale = c.scale;
   cudaStream_t stream = nullptr;
   check(cudaStreamCreate(&stream), "cudaStreamCreate");
-  cuda::paged_attention(q_dev, b, group_id, pool, c.cache_layer, p, out, ws.get(), ws_bytes, stream);
+  const auto forced = cuda::attn::TileKernel(c.force_kernel);
+  const cuda::attn::AttentionPlan plan = cuda::attn::plan_attention(
+      q_dev, b, group_id, pool, c.cache_layer, p, out, ws.get(), ws_bytes, c.force_kernel >= 0 ? &forced : nullptr);
+  res.splits = plan.args.num_splits;
+  cuda::attn::launch_plan(plan, stream);
   check(cudaStreamSynchronize(stream), "attention kernel");
   check(cudaStreamDestroy(stream), "cudaStreamDestroy");
   std::vector<uint16_t> got(size_t(T) * nq * d);

@@ -39,6 +39,7 @@ struct AttnCase {
   size_t workspace_bytes = 0;     // 0: attention_workspace_bytes() of the batch
   int cache_layers = 2;
   int cache_layer = 1;
+  int force_kernel = -1;          // >= 0: run this attn::TileKernel instead of the dispatcher's choice
   std::vector<SeqCase> seqs;
 };
 
@@ -49,6 +50,7 @@ struct AttnResult {
   int64_t elems = 0;
   int freed_pages = 0;            // page-table entries set to -1 by free_below_window
   std::string first_bad;          // where the first bad element is, for the failure message
+  int splits = 0;                 // key splits the plan used
 };
 
 bool cuda_device_present();

@@ -10,6 +10,7 @@
 #include "attention_harness.h"
 #include "core/error.h"
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_plan.cuh"
 
 namespace gs::test {
 namespace {
@@ -21,12 +22,13 @@ class Attention : public ::testing::Test {
     seed_ = std::random_device{}();
     rng_.seed(seed_);
   }
-  void expect_exact(const AttnCase& c, const std::string& what) {
+  AttnResult expect_exact(const AttnCase& c, const std::string& what) {
     SCOPED_TRACE(what + " (seed " + std::to_string(seed_) + ")");
     const AttnResult r = run_attention_case(c, rng_);
     EXPECT_EQ(r.nonfinite, 0) << "of " << r.elems << " outputs";
     EXPECT_LT(r.rel_err, 1e-2);
     EXPECT_EQ(r.bad_elems, 0) << "first: " << r.first_bad;
+    return r;
   }
   // A case with `n` sequences of random cached prefix in [0, max_cached] and q_len in [1, max_q].
   std::vector<SeqCase> ragged(int n, int max_cached, int max_q) {
@@ -117,10 +119,10 @@ TEST_F(Attention, DecodeBatchOfMixedLengths) {
 TEST_F(Attention, DecodeWithoutAndWithSmallWorkspace) {
   AttnCase c = make(512, 8, 2, 0, 16, ragged(5, 2000, 1));
   c.use_workspace = false;
-  expect_exact(c, "single pass");
+  EXPECT_EQ(expect_exact(c, "single pass").splits, 1);
   c.use_workspace = true;
   c.workspace_bytes = 3 * 5 * 8 * (512 + 2) * 4;  // room for three splits only
-  expect_exact(c, "three splits");
+  EXPECT_EQ(expect_exact(c, "three splits").splits, 3);
 }
 
 TEST_F(Attention, VerifyShapes) {
@@ -140,6 +142,33 @@ TEST_F(Attention, ExplicitPositionsAndScale) {
   expect_exact(c, "explicit positions");
   c.window = 20;
   expect_exact(c, "explicit positions, window 20");
+}
+
+// Every tile kernel, not only the ones the dispatcher picks today, on prefill, chunk, sliding,
+// vision, decode and verify shapes of its head dim.
+TEST_F(Attention, EveryTileKernelOnEveryShape) {
+  for (int k = 0; k < cuda::attn::kNumTileKernels; ++k) {
+    const auto info = cuda::attn::tile_kernel_info(cuda::attn::TileKernel(k));
+    const int hd = info.head_dim;
+    SeqCase img(10, 60);
+    img.mm_block.assign(60, -1);
+    for (int i = 5; i < 45; ++i) img.mm_block[i] = 0;
+    std::vector<AttnCase> cases = {
+        make(hd, 8, 2, 0, 16, {{0, 100}, {37, 20}}),
+        make(hd, 4, 2, 40, 32, {{0, 150}, {200, 30}}),
+        make(hd, 8, 1, 0, 16, ragged(9, 1500, 1)),
+        make(hd, 4, 2, 0, 16, ragged(5, 800, 6)),
+        make(hd, 2, 1, 12, 16, {img}),
+    };
+    cases[1].free_below_window = true;
+    cases[4].mm_bidirectional = true;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      cases[i].force_kernel = k;
+      expect_exact(cases[i], std::string(info.name) + ", case " + std::to_string(i));
+      cases[i].use_workspace = false;
+      expect_exact(cases[i], std::string(info.name) + ", case " + std::to_string(i) + " unsplit");
+    }
+  }
 }
 
 // Argument checks run before anything touches the GPU, so they also run where there is none.

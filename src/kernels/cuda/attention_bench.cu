@@ -7,6 +7,7 @@
 #include <random>
 
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda/attention_plan.cuh"
 #include "kernels/cuda/cuda_check.h"
 
 namespace gs::cuda {
@@ -50,7 +51,9 @@ void fill(const Tensor& t, uint64_t seed, float amp) {
   GS_CUDA_LAUNCHED("fill_uniform_bf16");
 }
 
-AttentionBenchResult run_shape(const BenchShape& s, int reps) {
+// Times the shape with the dispatcher's kernel and, when `all_kernels`, every other kernel of its
+// head dim.
+std::vector<AttentionBenchResult> run_shape(const BenchShape& s, int reps, bool all_kernels) {
   constexpr int kPageSize = 16;
   DeviceMemory mem;
   const int pages_per_seq = (s.kv_len + kPageSize - 1) / kPageSize;
@@ -94,22 +97,6 @@ AttentionBenchResult run_shape(const BenchShape& s, int reps) {
 
   AttentionParams p;
   p.num_q_heads = s.nq, p.num_kv_heads = s.nkv, p.head_dim = s.head_dim, p.sliding_window = s.window;
-  cudaEvent_t start, stop;
-  GS_CUDA_CHECK(cudaEventCreate(&start));
-  GS_CUDA_CHECK(cudaEventCreate(&stop));
-  std::vector<float> times;
-  for (int r = 0; r < reps + 3; ++r) {
-    GS_CUDA_CHECK(cudaEventRecord(start));
-    paged_attention(q, b, g, pool, 0, p, out, ws, ws_bytes, nullptr);
-    GS_CUDA_CHECK(cudaEventRecord(stop));
-    GS_CUDA_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    GS_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    if (r >= 3) times.push_back(ms);  // three warm-ups
-  }
-  GS_CUDA_CHECK(cudaEventDestroy(start));
-  GS_CUDA_CHECK(cudaEventDestroy(stop));
-  std::sort(times.begin(), times.end());
 
   // Visible (query row, key) pairs per query head, and visible keys per (sequence, KV head).
   double pairs = 0;
@@ -119,17 +106,54 @@ AttentionBenchResult run_shape(const BenchShape& s, int reps) {
   }
   const int first = s.kv_len - s.q_len;
   const double keys_read = s.window ? s.kv_len - std::max(0, first - s.window + 1) : s.kv_len;
-  AttentionBenchResult res;
-  res.name = s.name;
-  res.ms = times[times.size() / 2];
-  res.tflops = pairs * s.seqs * s.nq * 4.0 * s.head_dim / (res.ms * 1e-3) / 1e12;
-  res.kv_tbytes_per_s = keys_read * s.seqs * s.nkv * 2.0 * s.head_dim * 2 / (res.ms * 1e-3) / 1e12;
-  return res;
+
+  std::vector<const attn::TileKernel*> choices{nullptr};
+  static attn::TileKernel kernels[attn::kNumTileKernels];
+  for (int k = 0; k < attn::kNumTileKernels; ++k) {
+    kernels[k] = attn::TileKernel(k);
+    if (all_kernels && attn::tile_kernel_info(kernels[k]).head_dim == s.head_dim) choices.push_back(&kernels[k]);
+  }
+  // Rewritten before every timed call so no K/V stays in L2 (60 MB on an H200) from the last one:
+  // the sliding decode shape reads only ~67 MB.
+  const Tensor l2_flush = mem.tensor(DType::U8, {256ll << 20});
+  cudaEvent_t start, stop;
+  GS_CUDA_CHECK(cudaEventCreate(&start));
+  GS_CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<AttentionBenchResult> results;
+  attn::TileKernel chosen{};
+  for (const attn::TileKernel* force : choices) {
+    const attn::AttentionPlan plan = attn::plan_attention(q, b, g, pool, 0, p, out, ws, ws_bytes, force);
+    if (!force) chosen = plan.kernel;
+    else if (*force == chosen) continue;  // the dispatcher's own choice, timed already
+    std::vector<float> times;
+    for (int r = 0; r < reps + 3; ++r) {
+      GS_CUDA_CHECK(cudaMemsetAsync(l2_flush.data, r & 0xff, l2_flush.nbytes()));
+      GS_CUDA_CHECK(cudaEventRecord(start));
+      attn::launch_plan(plan, nullptr);
+      GS_CUDA_CHECK(cudaEventRecord(stop));
+      GS_CUDA_CHECK(cudaEventSynchronize(stop));
+      float ms = 0;
+      GS_CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+      if (r >= 3) times.push_back(ms);  // three warm-ups
+    }
+    std::sort(times.begin(), times.end());
+    AttentionBenchResult res;
+    res.name = s.name;
+    res.kernel = std::string(force ? "" : "auto: ") + attn::tile_kernel_info(plan.kernel).name;
+    res.splits = plan.args.num_splits;
+    res.ms = times[times.size() / 2];
+    res.tflops = pairs * s.seqs * s.nq * 4.0 * s.head_dim / (res.ms * 1e-3) / 1e12;
+    res.kv_tbytes_per_s = keys_read * s.seqs * s.nkv * 2.0 * s.head_dim * 2 / (res.ms * 1e-3) / 1e12;
+    results.push_back(res);
+  }
+  GS_CUDA_CHECK(cudaEventDestroy(start));
+  GS_CUDA_CHECK(cudaEventDestroy(stop));
+  return results;
 }
 
 }  // namespace
 
-std::vector<AttentionBenchResult> bench_attention(int reps) {
+std::vector<AttentionBenchResult> bench_attention(int reps, bool all_kernels) {
   // Shapes of Gemma-4 31B (full: 32 q / 4 kv heads, d 512; sliding: 32 / 16, d 256, W 1024) and
   // E2B (8 / 1, group 8).
   const BenchShape shapes[] = {
@@ -142,7 +166,8 @@ std::vector<AttentionBenchResult> bench_attention(int reps) {
       {"verify b64 q4 ctx4k hd512 (31B full)", 512, 32, 4, 0, 64, 4, 4096},
   };
   std::vector<AttentionBenchResult> out;
-  for (const BenchShape& s : shapes) out.push_back(run_shape(s, reps));
+  for (const BenchShape& s : shapes)
+    for (auto& r : run_shape(s, reps, all_kernels)) out.push_back(std::move(r));
   return out;
 }
 

@@ -6,22 +6,22 @@
 // - prefill / extend (many rows per sequence): wide tiles of 64 packed rows;
 // - decode and small verify steps (q_len·group <= 16): narrow tiles of 16 rows, so a decode row
 //   block is one m16 tensor-core tile holding all query heads of a KV head;
-// - whenever the grid would not fill the GPU (decode, verify, short prefills), the key range is
-//   split (flash-decoding) until about two waves of CTAs exist, each split keeping at least two
-//   key tiles, within the workspace the caller provides.
+// - the key range is split (flash-decoding) when that shortens the launch: the number of splits
+//   minimises (waves of CTAs) / splits, i.e. fills the SMs without a ragged last wave, each split
+//   keeping at least two key tiles, within the workspace the caller provides.
 #include "kernels/cuda/attention.h"
 
 #include <algorithm>
 #include <cmath>
 
 #include "core/error.h"
-#include "kernels/cuda/attention_params.cuh"
+#include "kernels/cuda/attention_plan.cuh"
 #include "kernels/cuda/cuda_check.h"
 
 namespace gs::cuda {
 namespace {
 
-using attn::TileShape;
+using attn::TileKernel;
 
 constexpr int kMaxSplits = 32;
 // At most this many CTAs in a split launch. A CTA covers at most 64 packed rows, so the partials
@@ -99,22 +99,61 @@ void validate(const Tensor& q, const AttentionBatch& b, KvGroup group, const KvP
 
 }  // namespace
 
-size_t attention_workspace_bytes(int max_tokens, int max_seqs, int num_q_heads, int head_dim) {
-  (void)max_seqs;  // the CTA budget bounds the partials whatever the number of sequences
-  const int64_t rows =
-      std::min<int64_t>(int64_t(kSplitCtaBudget) * 64, int64_t(kMaxSplits) * max_tokens * num_q_heads);
-  return size_t(rows) * (head_dim + 2) * 4;
+namespace attn {
+
+TileKernelInfo tile_kernel_info(TileKernel k) {
+  switch (k) {
+    case TileKernel::Hd256Wide: return {"hd256 wide 4x2 warps", 256, 64, 64};
+    case TileKernel::Hd256WideSolo: return {"hd256 wide 4x1 warps (P in registers)", 256, 64, 64};
+    case TileKernel::Hd256Narrow: return {"hd256 narrow 1x4 warps", 256, 16, 32};
+    case TileKernel::Hd512Wide: return {"hd512 wide 4x2 warps", 512, 64, 32};
+    case TileKernel::Hd512Narrow: return {"hd512 narrow 1x4 warps", 512, 16, 32};
+    case TileKernel::Hd512NarrowDeep: return {"hd512 narrow 1x4 warps, 3 stages", 512, 16, 32};
+    case TileKernel::Hd256WideQuad: return {"hd256 wide 4x4 warps", 256, 64, 64};
+    case TileKernel::Hd512WideQuad: return {"hd512 wide 4x4 warps", 512, 64, 32};
+  }
+  throw Error("attention: unknown tile kernel {}", int(k));
 }
 
-void paged_attention(const Tensor& q, const AttentionBatch& batch, KvGroup group, const KvPool& pool, int cache_layer,
-                     const AttentionParams& p, const Tensor& out, void* workspace, size_t workspace_bytes,
-                     cudaStream_t stream) {
+// Which kernel serves a batch whose sequences bring at most `rows` packed query rows. Chosen by
+// bench_attention(all_kernels) on an H200 (docs/perf/attention.md): for prefill, warps to hide
+// latency mattered more than shared-memory traffic (hd256: 4x4 warps 1.99 ms, 4x2 2.06, solo
+// 4x1 2.62; hd512: 4x2 15.4 ms, 4x4 16.2); for decode a third K/V stage bought nothing.
+static TileKernel choose_kernel(int head_dim, int64_t rows) {
+  const bool narrow = rows <= 16;
+  if (head_dim == 256) return narrow ? TileKernel::Hd256Narrow : TileKernel::Hd256WideQuad;
+  return narrow ? TileKernel::Hd512Narrow : TileKernel::Hd512Wide;
+}
+
+// Splits of the key range: the fewest that minimise ceil(ctas·s / slots) / s, the launch time in
+// units of one unsplit CTA's work when `slots` CTAs run at once.
+static int choose_splits(int64_t ctas, int64_t slots, int64_t max_splits) {
+  int best = 1;
+  double best_time = double((ctas + slots - 1) / slots);
+  for (int s = 2; s <= max_splits; ++s) {
+    const double t = double((ctas * s + slots - 1) / slots) / s;
+    if (t < best_time * 0.97) best = s, best_time = t;  // a split must pay for its combine work
+  }
+  return best;
+}
+
+AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGroup group, const KvPool& pool,
+                             int cache_layer, const AttentionParams& p, const Tensor& out, void* workspace,
+                             size_t workspace_bytes, const TileKernel* force) {
   validate(q, batch, group, pool, cache_layer, p, out);
-  if (batch.num_tokens == 0) return;
+  AttentionPlan plan;
+  if (batch.num_tokens == 0) return plan;
 
   const int hd = p.head_dim, nkv = p.num_kv_heads, grp = p.num_q_heads / p.num_kv_heads;
+  const int64_t rows = int64_t(batch.max_q_len) * grp;
+  plan.kernel = force ? *force : choose_kernel(hd, rows);
+  const TileKernelInfo info = tile_kernel_info(plan.kernel);
+  GS_CHECK(info.head_dim == hd, "paged_attention: kernel '{}' cannot serve head dim {}", info.name, hd);
+  plan.head_dim = hd;
+  plan.empty = false;
+
   const int64_t layer_elems = int64_t(pool.num_pages) * pool.page_size * nkv * hd;
-  attn::TileArgs a;
+  TileArgs& a = plan.args;
   a.q = q.ptr<const __nv_bfloat16>();
   a.out = out.ptr<__nv_bfloat16>();
   a.k = pool.k.ptr<const __nv_bfloat16>() + cache_layer * layer_elems;
@@ -126,6 +165,7 @@ void paged_attention(const Tensor& q, const AttentionBatch& batch, KvGroup group
   a.page_table = batch.page_table[int(group)].ptr<const int>();
   a.max_pages = batch.max_pages[int(group)];
   a.page_size = pool.page_size;
+  a.page_shift = (pool.page_size & (pool.page_size - 1)) == 0 ? __builtin_ctz(unsigned(pool.page_size)) : -1;
   a.page_stride = int64_t(pool.page_size) * nkv * hd;
   a.token_stride = nkv * hd;
   a.num_q_heads = p.num_q_heads;
@@ -134,23 +174,17 @@ void paged_attention(const Tensor& q, const AttentionBatch& batch, KvGroup group
   a.scale_log2 = p.scale * 1.4426950408889634f;
   a.num_tokens = batch.num_tokens;
 
-  const TileShape shape = int64_t(batch.max_q_len) * grp <= attn::tile_rows(TileShape::Narrow) ? TileShape::Narrow
-                                                                                                : TileShape::Wide;
-  attn::TileGrid grid;
-  grid.q_tiles = int((int64_t(batch.max_q_len) * grp + attn::tile_rows(shape) - 1) / attn::tile_rows(shape));
-  grid.kv_heads = nkv;
-  grid.num_seqs = batch.num_seqs;
+  plan.grid.q_tiles = int((rows + info.rows - 1) / info.rows);
+  plan.grid.kv_heads = nkv;
+  plan.grid.num_seqs = batch.num_seqs;
 
-  // Split the keys while the grid is under two waves.
-  const int64_t ctas = int64_t(grid.q_tiles) * nkv * batch.num_seqs;
-  const int per_sm = hd == 256 ? attn::tiles_per_sm_hd256(shape) : attn::tiles_per_sm_hd512(shape);
-  const int64_t wanted = 2ll * sm_count() * per_sm;
   int splits = 1;
-  if (ctas < wanted && workspace != nullptr) {
-    const int64_t key_tiles = (batch.max_kv_len + attn::tile_keys(hd, shape) - 1) / attn::tile_keys(hd, shape);
-    int64_t s = (wanted + ctas - 1) / ctas;
-    s = std::min<int64_t>({s, kMaxSplits, key_tiles / kMinTilesPerSplit, kSplitCtaBudget / ctas});
-    splits = int(std::max<int64_t>(s, 1));
+  if (workspace != nullptr) {
+    const int64_t ctas = int64_t(plan.grid.q_tiles) * nkv * batch.num_seqs;
+    const int per_sm = hd == 256 ? tile_kernel_occupancy_hd256(plan.kernel) : tile_kernel_occupancy_hd512(plan.kernel);
+    const int64_t key_tiles = (batch.max_kv_len + info.keys - 1) / info.keys;
+    const int64_t max_splits = std::min<int64_t>({kMaxSplits, key_tiles / kMinTilesPerSplit, kSplitCtaBudget / ctas});
+    splits = choose_splits(ctas, int64_t(sm_count()) * per_sm, max_splits);
     while (splits > 1 && partial_bytes(splits, batch.num_tokens, p.num_q_heads, hd) > workspace_bytes) --splits;
   }
   a.num_splits = splits;
@@ -158,10 +192,30 @@ void paged_attention(const Tensor& q, const AttentionBatch& batch, KvGroup group
     a.part_o = static_cast<float*>(workspace);
     a.part_ml = a.part_o + int64_t(splits) * batch.num_tokens * p.num_q_heads * hd;
   }
+  return plan;
+}
 
-  if (hd == 256) attn::launch_tiles_hd256(shape, a, grid, stream);
-  else attn::launch_tiles_hd512(shape, a, grid, stream);
-  if (splits > 1) attn::launch_combine(hd, a, stream);
+void launch_plan(const AttentionPlan& plan, cudaStream_t stream) {
+  if (plan.empty) return;
+  if (plan.head_dim == 256) launch_tile_kernel_hd256(plan.kernel, plan.args, plan.grid, stream);
+  else launch_tile_kernel_hd512(plan.kernel, plan.args, plan.grid, stream);
+  if (plan.args.num_splits > 1) launch_combine(plan.head_dim, plan.args, stream);
+}
+
+}  // namespace attn
+
+size_t attention_workspace_bytes(int max_tokens, int max_seqs, int num_q_heads, int head_dim) {
+  (void)max_seqs;  // the CTA budget bounds the partials whatever the number of sequences
+  const int64_t rows =
+      std::min<int64_t>(int64_t(kSplitCtaBudget) * 64, int64_t(kMaxSplits) * max_tokens * num_q_heads);
+  return size_t(rows) * (head_dim + 2) * 4;
+}
+
+void paged_attention(const Tensor& q, const AttentionBatch& batch, KvGroup group, const KvPool& pool, int cache_layer,
+                     const AttentionParams& p, const Tensor& out, void* workspace, size_t workspace_bytes,
+                     cudaStream_t stream) {
+  attn::launch_plan(
+      attn::plan_attention(q, batch, group, pool, cache_layer, p, out, workspace, workspace_bytes), stream);
 }
 
 }  // namespace gs::cuda

@@ -3,23 +3,38 @@
 
 namespace gs::cuda::attn {
 namespace {
-// Wide: 64 rows, 4×2 warps, 64 keys per tile: Q 32 KB + two K/V stages of 32 KB each = 160 KB.
+// 64 rows, 4×2 warps, 64 keys: Q 32 KB + 2 stages × (K 32 KB + V 32 KB) + P 9 KB = 169 KB.
 using Wide = TileConfig<256, 4, 2, 64, 2>;
-// Narrow: 16 rows, 1×4 warps, 32 keys: 72 KB, so three CTAs share an SM.
+// 64 rows, 4×1 warps, 64 keys: each warp holds 16 × 256 of O (128 registers) and keeps P in
+// registers: 160 KB, half the barriers of Wide and no P round trip.
+using WideSolo = TileConfig<256, 4, 1, 64, 2>;
+// As Wide with 4×4 warps (512 threads): O is 16 × 64 per warp, more warps to hide latency.
+using WideQuad = TileConfig<256, 4, 4, 64, 2>;
+// 16 rows, 1×4 warps, 32 keys: Q 8 KB + 2 stages × 32 KB = 72 KB, three CTAs per SM.
 using Narrow = TileConfig<256, 1, 4, 32, 2>;
-static_assert(Wide::kBlockM == tile_rows(TileShape::Wide) && Wide::kBlockN == tile_keys(256, TileShape::Wide));
-static_assert(Narrow::kBlockM == tile_rows(TileShape::Narrow) && Narrow::kBlockN == tile_keys(256, TileShape::Narrow));
 }  // namespace
 
-void launch_tiles_hd256(TileShape shape, const TileArgs& a, const TileGrid& g, cudaStream_t stream) {
-  if (shape == TileShape::Wide) launch_tile_config<Wide>(a, g, stream);
-  else launch_tile_config<Narrow>(a, g, stream);
+void launch_tile_kernel_hd256(TileKernel k, const TileArgs& a, const TileGrid& g, cudaStream_t stream) {
+  switch (k) {
+    case TileKernel::Hd256Wide: return launch_tile_config<Wide>(a, g, stream);
+    case TileKernel::Hd256WideSolo: return launch_tile_config<WideSolo>(a, g, stream);
+    case TileKernel::Hd256Narrow: return launch_tile_config<Narrow>(a, g, stream);
+    case TileKernel::Hd256WideQuad: return launch_tile_config<WideQuad>(a, g, stream);
+    default: fail("attention: tile kernel " + std::to_string(int(k)) + " is not a head-dim 256 kernel");
+  }
 }
 
-int tiles_per_sm_hd256(TileShape shape) {
+int tile_kernel_occupancy_hd256(TileKernel k) {
   static const int wide = tile_config_occupancy<Wide>();
+  static const int solo = tile_config_occupancy<WideSolo>();
   static const int narrow = tile_config_occupancy<Narrow>();
-  return shape == TileShape::Wide ? wide : narrow;
+  static const int quad = tile_config_occupancy<WideQuad>();
+  switch (k) {
+    case TileKernel::Hd256Wide: return wide;
+    case TileKernel::Hd256WideSolo: return solo;
+    case TileKernel::Hd256WideQuad: return quad;
+    default: return narrow;
+  }
 }
 
 }  // namespace gs::cuda::attn

@@ -3,23 +3,38 @@
 
 namespace gs::cuda::attn {
 namespace {
-// Wide: 64 rows, 4×2 warps, 32 keys per tile: Q 64 KB + two K/V stages of 32 KB each = 197 KB.
+// 64 rows, 4×2 warps, 32 keys: Q 64 KB + 2 stages × (K 32 KB + V 32 KB) + P 5 KB = 197 KB.
+// (A 16 × 512 O accumulator per warp would be 256 registers, so there is no solo variant.)
 using Wide = TileConfig<512, 4, 2, 32, 2>;
-// Narrow: 16 rows, 1×4 warps, 32 keys: 145 KB, one CTA per SM with 64 KB of K/V in flight.
+// As Wide with 4×4 warps (512 threads, at most 128 registers each): O is 16 × 128 per warp.
+using WideQuad = TileConfig<512, 4, 4, 32, 2>;
+// 16 rows, 1×4 warps, 32 keys: Q 16 KB + 2 stages × 64 KB = 145 KB, one CTA per SM.
 using Narrow = TileConfig<512, 1, 4, 32, 2>;
-static_assert(Wide::kBlockM == tile_rows(TileShape::Wide) && Wide::kBlockN == tile_keys(512, TileShape::Wide));
-static_assert(Narrow::kBlockM == tile_rows(TileShape::Narrow) && Narrow::kBlockN == tile_keys(512, TileShape::Narrow));
+// As Narrow with 3 stages (209 KB): two tiles (128 KB) in flight while one is computed.
+using NarrowDeep = TileConfig<512, 1, 4, 32, 3>;
 }  // namespace
 
-void launch_tiles_hd512(TileShape shape, const TileArgs& a, const TileGrid& g, cudaStream_t stream) {
-  if (shape == TileShape::Wide) launch_tile_config<Wide>(a, g, stream);
-  else launch_tile_config<Narrow>(a, g, stream);
+void launch_tile_kernel_hd512(TileKernel k, const TileArgs& a, const TileGrid& g, cudaStream_t stream) {
+  switch (k) {
+    case TileKernel::Hd512Wide: return launch_tile_config<Wide>(a, g, stream);
+    case TileKernel::Hd512Narrow: return launch_tile_config<Narrow>(a, g, stream);
+    case TileKernel::Hd512NarrowDeep: return launch_tile_config<NarrowDeep>(a, g, stream);
+    case TileKernel::Hd512WideQuad: return launch_tile_config<WideQuad>(a, g, stream);
+    default: fail("attention: tile kernel " + std::to_string(int(k)) + " is not a head-dim 512 kernel");
+  }
 }
 
-int tiles_per_sm_hd512(TileShape shape) {
+int tile_kernel_occupancy_hd512(TileKernel k) {
   static const int wide = tile_config_occupancy<Wide>();
   static const int narrow = tile_config_occupancy<Narrow>();
-  return shape == TileShape::Wide ? wide : narrow;
+  static const int deep = tile_config_occupancy<NarrowDeep>();
+  static const int quad = tile_config_occupancy<WideQuad>();
+  switch (k) {
+    case TileKernel::Hd512Wide: return wide;
+    case TileKernel::Hd512Narrow: return narrow;
+    case TileKernel::Hd512WideQuad: return quad;
+    default: return deep;
+  }
 }
 
 }  // namespace gs::cuda::attn

@@ -22,6 +22,7 @@ struct TileArgs {
   const int* page_table = nullptr;   // [S, max_pages]
   int max_pages = 0;
   int page_size = 0;
+  int page_shift = -1;               // log2(page_size) when a power of two, else -1
   int64_t page_stride = 0;           // elements from one page to the next (page_size·kv_heads·d)
   int token_stride = 0;              // elements from one key to the next in a page (kv_heads·d)
   int num_q_heads = 0;
@@ -34,14 +35,27 @@ struct TileArgs {
   float* part_ml = nullptr;          // [splits, T, Nq, 2] running max (log2 domain) and sum
 };
 
-// Wide tiles (64 packed rows, 8 warps) for prefill and extend; narrow tiles (16 rows, 4 warps)
-// when a sequence's rows fit one m16 tile: decode, and verify with small groups.
-enum class TileShape { Wide, Narrow };
+// The tile kernels the dispatcher chooses from (each a TileConfig instantiation, see
+// attention_hd256.cu / attention_hd512.cu). Tests run every one of them; the bench times each.
+enum class TileKernel : int {
+  Hd256Wide,        // 64 rows, 4x2 warps (P through shared memory), 64 keys per tile
+  Hd256WideSolo,    // 64 rows, 4x1 warps (P in registers), 64 keys per tile
+  Hd256Narrow,      // 16 rows, 1x4 warps, 32 keys per tile, 2 stages
+  Hd512Wide,        // 64 rows, 4x2 warps, 32 keys per tile
+  Hd512Narrow,      // 16 rows, 1x4 warps, 32 keys per tile, 2 stages
+  Hd512NarrowDeep,  // 16 rows, 1x4 warps, 32 keys per tile, 3 stages (more K/V in flight)
+  Hd256WideQuad,    // 64 rows, 4x4 warps (16 warps hide more latency), 64 keys per tile
+  Hd512WideQuad,    // 64 rows, 4x4 warps, 32 keys per tile
+};
+constexpr int kNumTileKernels = 8;
 
-constexpr int tile_rows(TileShape s) { return s == TileShape::Wide ? 64 : 16; }
-constexpr int tile_keys(int head_dim, TileShape s) {
-  return s == TileShape::Wide ? (head_dim == 256 ? 64 : 32) : 32;
-}
+struct TileKernelInfo {
+  const char* name;
+  int head_dim;
+  int rows;  // packed query rows per CTA
+  int keys;  // keys per tile
+};
+TileKernelInfo tile_kernel_info(TileKernel k);
 
 // Launch geometry: grid (q_tiles, kv_heads · num_splits, num_seqs).
 struct TileGrid {
@@ -50,12 +64,12 @@ struct TileGrid {
   int num_seqs = 1;
 };
 
-// Defined per head dim in attention_hd256.cu / attention_hd512.cu.
-void launch_tiles_hd256(TileShape shape, const TileArgs& a, const TileGrid& g, cudaStream_t stream);
-void launch_tiles_hd512(TileShape shape, const TileArgs& a, const TileGrid& g, cudaStream_t stream);
-// CTAs of one tile kernel that fit on one SM (for sizing the split-KV grid).
-int tiles_per_sm_hd256(TileShape shape);
-int tiles_per_sm_hd512(TileShape shape);
+// Defined in attention_hd256.cu / attention_hd512.cu for the kernels of their head dim.
+void launch_tile_kernel_hd256(TileKernel k, const TileArgs& a, const TileGrid& g, cudaStream_t stream);
+void launch_tile_kernel_hd512(TileKernel k, const TileArgs& a, const TileGrid& g, cudaStream_t stream);
+// CTAs of the kernel that fit on one SM (for sizing the split-KV grid).
+int tile_kernel_occupancy_hd256(TileKernel k);
+int tile_kernel_occupancy_hd512(TileKernel k);
 
 // Merges the split partials into out (attention_combine.cu).
 void launch_combine(int head_dim, const TileArgs& a, cudaStream_t stream);
