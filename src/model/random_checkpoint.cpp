@@ -101,12 +101,17 @@ void fill_tensor(const CheckpointTensor& t, uint64_t seed, uint8_t* dst) {
     for (size_t i = n - 1; n > 1 && i > 0; --i) std::swap(p[i], p[rng::hash3(s, 1, i) % (i + 1)]);
     return;
   }
-  const float base = t.init == WeightInit::NearOne ? 1.f : 0.f;
+  const bool near_one = t.init == WeightInit::NearOne;
   constexpr size_t kBlock = 1 << 16;
   std::vector<float> buf(std::min(n, kBlock));
   for (size_t i0 = 0; i0 < n; i0 += kBlock) {
     size_t m = std::min(kBlock, n - i0);
-    for (size_t i = 0; i < m; ++i) buf[i] = base + rng::fill_value(s, i0 + i, t.scale);
+    for (size_t i = 0; i < m; ++i) {
+      float u = rng::fill_value(s, i0 + i, 1.f);
+      // Near-one values keep at least scale/4 away from 1, so that even after rounding to bf16 no
+      // norm weight or layer scalar is exactly 1 (a loader that drops one is then always caught).
+      buf[i] = near_one ? 1.f + t.scale * (u >= 0 ? 0.25f + 0.75f * u : -0.25f + 0.75f * u) : u * t.scale;
+    }
     convert_from_f32(t.decl.dtype, buf.data(), dst + i0 * dtype_size(t.decl.dtype), m);
   }
 }

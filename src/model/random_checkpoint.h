@@ -17,7 +17,7 @@ namespace gs {
 // How a tensor of the checkpoint is initialised.
 enum class WeightInit {
   Uniform,      // ±scale
-  NearOne,      // 1 ± scale (norm weights, layer_scalar, router scales)
+  NearOne,      // 1 ± [scale/4, scale] (norm weights, layer_scalar, router scales)
   Permutation,  // a permutation of [0, n) (the assistant's token ordering, i64)
 };
 
