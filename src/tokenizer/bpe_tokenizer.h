@@ -30,6 +30,9 @@ struct TokenizerParts {
 class BpeTokenizer final : public Tokenizer {
  public:
   explicit BpeTokenizer(TokenizerParts parts);
+  // Holds pointers into its own parts: never copied or moved.
+  BpeTokenizer(const BpeTokenizer&) = delete;
+  BpeTokenizer& operator=(const BpeTokenizer&) = delete;
 
   std::vector<int> encode(std::string_view text, bool add_bos = false) const override;
   std::string decode(const std::vector<int>& ids, bool skip_special = false) const override;

@@ -15,6 +15,8 @@ namespace gs {
 namespace {
 
 constexpr long long kMaxTokenId = (1 << 24) - 1;
+// Ids may have holes, but not many: a few stray huge ids must not allocate gigabytes.
+constexpr long long kMaxIdHoles = 1 << 16;
 
 nlohmann::json parse_json(std::string_view text, const std::string& source) {
   try {
@@ -46,6 +48,8 @@ std::unique_ptr<BpeModel> parse_model(const TokenizerJsonDoc& doc, const std::st
     GS_CHECK(!tok.empty(), "{}: vocab has an empty token", where);
     max_id = std::max(max_id, id);
   }
+  GS_CHECK(max_id < static_cast<long long>(doc.vocab.size()) + kMaxIdHoles,
+           "{}: vocab ids go up to {} for only {} tokens (too sparse)", where, max_id, doc.vocab.size());
   std::vector<std::string> id_to_token(static_cast<size_t>(max_id + 1));
   for (const auto& [tok, id] : doc.vocab) {
     auto& slot = id_to_token[static_cast<size_t>(id)];
