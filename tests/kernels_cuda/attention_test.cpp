@@ -205,6 +205,12 @@ TEST(AttentionArgs, RejectsWhatItCannotCompute) {
   EXPECT_NE(message(dev(DType::BF16, {2, 256}), p, 0).find("expected [2, 512]"), std::string::npos);
   EXPECT_NE(message(q, p, 1).find("cache layer 1"), std::string::npos);
   EXPECT_NE(message(q, p, 0).find("AttentionBatch.positions is undefined"), std::string::npos);
+  b.positions = b.q_start = b.kv_len = dev(DType::I32, {2});
+  b.page_table[int(KvGroup::Full)] = dev(DType::I32, {1, 1});
+  b.max_pages[int(KvGroup::Full)] = 1;
+  b.h_q_start = {0, 2};
+  b.h_kv_len = {40};  // more keys than max_kv_len says: the grid would be planned too small
+  EXPECT_NE(message(q, p, 0).find("sequence 0 has q_len 2 and kv_len 40"), std::string::npos);
 }
 
 }  // namespace

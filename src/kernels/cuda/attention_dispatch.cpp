@@ -95,6 +95,20 @@ void validate(const Tensor& q, const AttentionBatch& b, KvGroup group, const KvP
            "paged_attention: {} page table {} with {} pages per sequence cannot cover {} sequences of up to {} keys",
            g, b.page_table[int(group)].str(), b.max_pages[int(group)], b.num_seqs, b.max_kv_len);
   if (p.mm_bidirectional) check_device_i32(b.mm_block, "mm_block (needed by the vision overlay)");
+  // The kernels trust max_q_len / max_kv_len to size the grid and the page-table reads; check them
+  // against the host mirrors when the caller kept them (O(sequences), cheap next to a launch).
+  if (!b.h_q_start.empty() || !b.h_kv_len.empty()) {
+    GS_CHECK(b.h_q_start.size() == size_t(b.num_seqs) + 1 && b.h_kv_len.size() == size_t(b.num_seqs) &&
+                 b.h_q_start.front() == 0 && b.h_q_start.back() == b.num_tokens,
+             "paged_attention: host mirrors h_q_start ({} entries) / h_kv_len ({}) do not describe {} sequences of {} "
+             "tokens", b.h_q_start.size(), b.h_kv_len.size(), b.num_seqs, b.num_tokens);
+    for (int s = 0; s < b.num_seqs; ++s) {
+      const int q_len = b.h_q_start[s + 1] - b.h_q_start[s], kv = b.h_kv_len[s];
+      GS_CHECK(q_len >= 0 && q_len <= b.max_q_len && kv >= q_len && kv <= b.max_kv_len,
+               "paged_attention: sequence {} has q_len {} and kv_len {}, outside max_q_len {} / max_kv_len {}", s,
+               q_len, kv, b.max_q_len, b.max_kv_len);
+    }
+  }
 }
 
 }  // namespace

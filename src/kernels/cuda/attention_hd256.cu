@@ -6,9 +6,11 @@ namespace {
 // 64 rows, 4×2 warps, 64 keys: Q 32 KB + 2 stages × (K 32 KB + V 32 KB) + P 9 KB = 169 KB.
 using Wide = TileConfig<256, 4, 2, 64, 2>;
 // 64 rows, 4×1 warps, 64 keys: each warp holds 16 × 256 of O (128 registers) and keeps P in
-// registers: 160 KB, half the barriers of Wide and no P round trip.
+// registers: 160 KB, half the barriers of Wide and no P round trip, but only 4 warps per SM
+// (slower than Wide and WideQuad on an H200; kept as a variant for GPUs and shapes it may suit).
 using WideSolo = TileConfig<256, 4, 1, 64, 2>;
-// As Wide with 4×4 warps (512 threads): O is 16 × 64 per warp, more warps to hide latency.
+// As Wide with 4×4 warps (512 threads): O is 16 × 64 per warp, more warps to hide latency
+// (the prefill default: fastest on an H200).
 using WideQuad = TileConfig<256, 4, 4, 64, 2>;
 // 16 rows, 1×4 warps, 32 keys: Q 8 KB + 2 stages × 32 KB = 72 KB, three CTAs per SM.
 using Narrow = TileConfig<256, 1, 4, 32, 2>;
