@@ -9,7 +9,11 @@ IncrementalDetokenizer::IncrementalDetokenizer(std::shared_ptr<const Tokenizer> 
 
 std::string IncrementalDetokenizer::push(int id) {
   ids_.push_back(id);
-  if (byte_token_value(tok_->token_text(id)) >= 0) return {};
+  // A byte token may be continued by the next one; a token that decode() drops (skipped special,
+  // unknown id) may sit between two byte tokens that decode() then sees as one run. Either way
+  // the text is not final yet.
+  const bool dropped = id < 0 || id >= tok_->vocab_size() || (skip_special_ && tok_->is_special(id));
+  if (dropped || byte_token_value(tok_->token_text(id)) >= 0) return {};
   return take_new_text();
 }
 
