@@ -51,8 +51,10 @@ TokenizerParts parse_gguf_vocab(const uint8_t* data, size_t size, const std::str
   if (unk >= 0) opt.unk_token = tokens[static_cast<size_t>(unk)];
   opt.fuse_unk = true;
   opt.byte_fallback = true;
-  // A newline run that is itself a token stays whole (the reference never splits "\n\n\n").
-  opt.ignore_merges = true;
+  // Like Gemma's tokenizer.json: merges always run. (No token mixes newlines with other text, so
+  // splitting newline runs off first changes nothing, and merging any run of up to 31 newlines
+  // ends in the single token for it.)
+  opt.ignore_merges = false;
   p.model = std::make_unique<BpeModel>(std::move(tokens), opt, source);
 
   const std::vector<std::string> merges = meta.get_string_array("tokenizer.ggml.merges");
