@@ -79,6 +79,14 @@ TEST_F(Gemma4Gguf, VocabularyAndControlTokens) {
   EXPECT_EQ(tok_->encode("x", true).front(), 2);
 }
 
+TEST_F(Gemma4Gguf, NewlineRunsAreSingleTokens) {
+  for (int n = 1; n <= 31; ++n) {
+    const std::string run(static_cast<size_t>(n), '\n');
+    EXPECT_EQ(tok_->encode(run), std::vector<int>{*tok_->token_id(run)}) << n;
+    EXPECT_EQ(tok_->encode("a" + run + "b").size(), 3u) << n;
+  }
+}
+
 TEST_F(Gemma4Gguf, RoundTripAndStreamingOnTheTestStrings) {
   for (const auto& s : split_inp(testing::read_text(path() + ".inp"))) {
     const auto ids = tok_->encode(s);
