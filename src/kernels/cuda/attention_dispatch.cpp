@@ -83,6 +83,7 @@ void validate(const Tensor& q, const AttentionBatch& b, KvGroup group, const KvP
            "paged_attention: AttentionBatch has negative sizes (seqs {}, tokens {}, max_q_len {}, max_kv_len {})",
            b.num_seqs, b.num_tokens, b.max_q_len, b.max_kv_len);
   if (b.num_tokens == 0) return;
+  GS_CHECK(b.num_seqs <= 65535, "paged_attention: {} sequences in one batch; at most 65535 (grid z)", b.num_seqs);
   GS_CHECK(b.num_seqs > 0 && b.max_q_len > 0 && b.max_kv_len >= b.max_q_len,
            "paged_attention: AttentionBatch with {} tokens has {} sequences, max_q_len {}, max_kv_len {}",
            b.num_tokens, b.num_seqs, b.max_q_len, b.max_kv_len);
