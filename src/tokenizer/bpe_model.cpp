@@ -12,6 +12,21 @@ namespace gs {
 namespace {
 constexpr size_t kMaxCachedWordBytes = 256;
 constexpr size_t kMaxCacheEntries = 100000;
+
+uint32_t first_code_point(std::string_view s) {
+  size_t len = 0;
+  return utf8::decode(s, 0, &len);
+}
+
+uint32_t last_code_point(std::string_view s) {
+  uint32_t cp = 0;
+  for (size_t i = 0, len = 0; i < s.size(); i += len) cp = utf8::decode(s, i, &len);
+  return cp;
+}
+
+uint64_t boundary_key(uint32_t left_last, uint32_t right_first) {
+  return (static_cast<uint64_t>(left_last) << 32) | right_first;
+}
 }  // namespace
 
 BpeModel::BpeModel(std::vector<std::string> id_to_token, Options options, std::string source)
@@ -47,6 +62,24 @@ void BpeModel::add_merge(std::string_view left, std::string_view right, size_t i
   GS_CHECK(m.has_value(), "{}: merges[{}]: merged token '{}' is not in the vocabulary", source_, index, merged);
   // Like the reference, a repeated pair keeps its last rank.
   merges_.insert_or_assign(*a, *b, MergeMap::Value{static_cast<int32_t>(index), *m});
+  crossable_.insert(boundary_key(last_code_point(left), first_code_point(right)));
+}
+
+BpeModel::CharEdges BpeModel::edges(std::string_view ch) const {
+  if (token_to_id_.find(ch) >= 0) {
+    const uint32_t cp = first_code_point(ch);
+    return {cp, cp, false};
+  }
+  if (options_.byte_fallback) {
+    bool all = true;
+    for (char c : ch) all = all && byte_tokens_[static_cast<uint8_t>(c)] >= 0;
+    if (all) return {'<', '>', false};  // its symbols are "<0xXX>" tokens
+  }
+  if (unk_id_ >= 0) {
+    const std::string& unk = id_to_token_[static_cast<size_t>(unk_id_)];
+    return {first_code_point(unk), last_code_point(unk), true};
+  }
+  return {0, 0, true};  // dropped: its neighbours meet, so never cut next to it
 }
 
 void BpeModel::encode_word(std::string_view word, std::vector<int>& out) const {
@@ -57,6 +90,28 @@ void BpeModel::encode_word(std::string_view word, std::vector<int>& out) const {
       return;
     }
   }
+  // Cut the word where no merge can ever join the two sides (no merge's left token ends with
+  // the character before the cut while its right token starts with the one after). The pieces
+  // merge exactly as the whole word would, and short pieces repeat often enough to cache.
+  size_t piece_start = 0;
+  CharEdges prev{};
+  bool have_prev = false;
+  for (size_t i = 0; i < word.size();) {
+    const size_t len = utf8::char_len(word, i);
+    const CharEdges cur = edges(word.substr(i, len));
+    if (have_prev && !prev.unknown && !cur.unknown && !crossable_.count(boundary_key(prev.last, cur.first))) {
+      encode_piece(word.substr(piece_start, i - piece_start), out);
+      piece_start = i;
+    }
+    prev = cur;
+    have_prev = true;
+    i += len;
+  }
+  encode_piece(word.substr(piece_start), out);
+}
+
+void BpeModel::encode_piece(std::string_view word, std::vector<int>& out) const {
+
   const bool cacheable = word.size() <= kMaxCachedWordBytes;
   if (cacheable) {
     std::lock_guard<std::mutex> lock(cache_mu_);

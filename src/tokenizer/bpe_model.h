@@ -7,6 +7,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "tokenizer/flat_maps.h"
@@ -29,7 +30,10 @@ class BpeModel {
   // Appends the merge of `left` and `right` with the next rank. Throws gs::Error naming `index`
   // when a part or the merged token is not in the vocabulary.
   void add_merge(std::string_view left, std::string_view right, size_t index);
-  void reserve_merges(size_t n) { merges_.reserve(n); }
+  void reserve_merges(size_t n) {
+    merges_.reserve(n);
+    crossable_.reserve(n / 4);
+  }
 
   // Appends the ids of one pre-tokenized word.
   void encode_word(std::string_view word, std::vector<int>& out) const;
@@ -46,11 +50,23 @@ class BpeModel {
     using is_transparent = void;
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
+  // First and last code point of the symbols a character starts as ('<' and '>' for byte
+  // fallback tokens); `unknown` for characters that become the unknown token or vanish.
+  struct CharEdges {
+    uint32_t first = 0;
+    uint32_t last = 0;
+    bool unknown = false;
+  };
+  CharEdges edges(std::string_view ch) const;
+  void encode_piece(std::string_view piece, std::vector<int>& out) const;  // cached merge_word
   void merge_word(std::string_view word, std::vector<int>& out) const;
 
   std::vector<std::string> id_to_token_;
   TokenIndex token_to_id_;  // over id_to_token_
   MergeMap merges_;
+  // (last code point of a merge's left token, first code point of its right token) of every
+  // merge: the only character boundaries a merge can join across.
+  std::unordered_set<uint64_t> crossable_;
   Options options_;
   std::string source_;
   int unk_id_ = -1;
