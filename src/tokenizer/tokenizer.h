@@ -1,5 +1,6 @@
 // Gemma tokenizers: tokenizer.json (BPE with byte fallback, as the Hugging Face `tokenizers`
 // library runs it) or a GGUF vocabulary. encode() must give exactly the reference ids.
+// A loaded Tokenizer is immutable apart from an internal, locked cache: share it between threads.
 #pragma once
 #include <memory>
 #include <optional>
@@ -18,15 +19,18 @@ class Tokenizer {
 
   // add_bos: prepend BOS (as tokenizer_config's add_bos_token asks for when `special` is on).
   // Special/added tokens written in the text are always matched as single tokens.
+  // Text that is not valid UTF-8 is accepted: stray bytes become <0xXX> byte tokens.
   virtual std::vector<int> encode(std::string_view text, bool add_bos = false) const = 0;
+  // As the reference decodes: a run of <0xXX> tokens that is not valid UTF-8 gives one U+FFFD per
+  // byte; ids outside the vocabulary are left out.
   virtual std::string decode(const std::vector<int>& ids, bool skip_special = false) const = 0;
 
-  virtual int vocab_size() const = 0;
+  virtual int vocab_size() const = 0;  // model vocabulary plus added tokens beyond it
   virtual std::optional<int> token_id(std::string_view token) const = 0;  // exact vocab/added token
   virtual std::string_view token_text(int id) const = 0;                  // raw vocab string
   virtual bool is_special(int id) const = 0;
   virtual int bos_id() const = 0;
-  virtual int eos_id() const = 0;
+  virtual int eos_id() const = 0;  // tokenizer_config.json eos_token (else <eos>); -1 if none
   virtual bool add_bos_default() const = 0;  // tokenizer_config.json add_bos_token
 };
 
