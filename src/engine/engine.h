@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/request.h"
 #include "model/gemma4_model.h"
@@ -30,11 +31,13 @@ struct EngineOptions {
   int max_queue = 1024;               // waiting requests beyond this are rejected with 429
   bool debug_page_checks = false;     // validate every page-table entry before each step
   uint64_t seed = 0;                  // base of the per-request seeds of unseeded requests; 0: random
+  std::vector<int> eos_token_ids;     // stop ids (generation_config.json); empty: the model config's
 };
 
 struct EngineStats {
   int running = 0, waiting = 0;
-  int pages_used[kNumKvGroups] = {0, 0};   // held by requests or kept by the prefix cache
+  int pages_used[kNumKvGroups] = {0, 0};   // held by requests (0 once every request is done)
+  int pages_cached[kNumKvGroups] = {0, 0}; // held by no request, kept readable by the prefix cache
   int pages_total[kNumKvGroups] = {0, 0};
   int page_size = 0;
   uint64_t prefix_queries = 0;   // prompt tokens looked up in the prefix cache

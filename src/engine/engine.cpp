@@ -1,0 +1,262 @@
+#include "engine/engine.h"
+
+#include <algorithm>
+#include <condition_variable>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <unordered_set>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "engine/engine_setup.h"
+#include "engine/scheduler.h"
+#include "engine/step_outputs.h"
+#include "runner/model_runner.h"
+
+namespace gs {
+
+struct Engine::Impl {
+  std::shared_ptr<Gemma4Model> model;
+  EngineOptions opts;
+  EngineSetup setup;
+  KvCache cache;
+  std::unique_ptr<KvManager> kv;
+  std::unique_ptr<Scheduler> sched;
+  std::unique_ptr<ModelRunner> runner;
+  StepOutputs outputs;
+
+  // Shared with submit()/abort()/stats(), guarded by mu.
+  mutable std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::unique_ptr<Sequence>> inbox;
+  std::vector<std::string> abort_inbox;
+  std::unordered_set<std::string> live_ids;  // submitted and not yet finished
+  int num_waiting = 0;                       // in the scheduler's queue after the last step
+  bool started = false, stopping = false;
+  EngineStats stats;
+  std::mt19937_64 seed_rng;
+
+  std::thread thread;
+
+  void loop();
+  bool run_one_step();
+  void take_inbox();
+  void finish(Sequence* s, FinishReason why, const std::string& error = "");
+  void publish_stats();
+};
+
+Engine::Engine(std::shared_ptr<Gemma4Model> model, EngineOptions opts) : impl_(std::make_unique<Impl>()) {
+  Impl& m = *impl_;
+  GS_CHECK(model, "engine: no model");
+  m.model = std::move(model);
+  m.opts = std::move(opts);
+  m.setup = setup_engine(*m.model, m.opts);
+  log::info("{}", m.setup.plan.describe());
+  if (!m.setup.plan.warning.empty()) log::warn("{}", m.setup.plan.warning);
+  m.cache = m.model->backend().allocate_kv_cache(m.model->config(), m.opts.page_size, m.setup.plan.num_pages);
+  m.kv = std::make_unique<KvManager>(m.opts.page_size, m.model->config().sliding_window, m.setup.plan.num_pages,
+                                     m.opts.enable_prefix_caching);
+  m.sched = std::make_unique<Scheduler>(*m.kv, m.setup.scheduler);
+  m.runner = std::make_unique<ModelRunner>(*m.model, m.cache, m.opts.page_size, m.setup.scheduler.max_num_batched_tokens,
+                                           m.setup.scheduler.max_logit_rows);
+  m.outputs.eos_ids = m.opts.eos_token_ids.empty() ? m.model->config().eos_token_ids : m.opts.eos_token_ids;
+  m.outputs.max_model_len = m.setup.max_model_len;
+  m.seed_rng.seed(m.opts.seed ? m.opts.seed : std::random_device{}());
+  m.publish_stats();
+}
+
+Engine::~Engine() { stop(); }
+
+void Engine::start() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  GS_CHECK(!impl_->stopping, "engine: start() after stop()");
+  if (impl_->started) return;
+  impl_->started = true;
+  impl_->thread = std::thread([this] { impl_->loop(); });
+}
+
+void Engine::stop() {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (impl_->stopping && !impl_->thread.joinable()) return;
+    impl_->stopping = true;
+  }
+  impl_->cv.notify_all();
+  if (impl_->thread.joinable()) impl_->thread.join();
+  // Whatever is still queued (also when the thread never ran) ends with an abort.
+  Impl& m = *impl_;
+  m.take_inbox();
+  while (!m.sched->running().empty()) m.finish(m.sched->running().back(), FinishReason::Abort);
+  while (!m.sched->waiting().empty()) m.finish(m.sched->waiting().back(), FinishReason::Abort);
+  m.publish_stats();
+}
+
+Engine::SubmitResult Engine::submit(GenerationRequest req) {
+  Impl& m = *impl_;
+  const int vocab = m.model->config().vocab_size;
+  const int limit = m.setup.max_model_len;
+  const SamplingParams& sp = req.sampling;
+  auto reject = [](int status, std::string msg) { return SubmitResult{false, status, std::move(msg)}; };
+  if (req.prompt.empty()) return reject(400, "the prompt is empty");
+  for (size_t i = 0; i < req.prompt.size(); ++i)
+    if (req.prompt[i] < 0 || req.prompt[i] >= vocab)
+      return reject(400, fmt::format("prompt token {} at position {} is outside the vocabulary [0, {})",
+                                     req.prompt[i], i, vocab));
+  if (sp.max_tokens < 1) return reject(400, fmt::format("max_tokens must be at least 1, got {}", sp.max_tokens));
+  if (int64_t(req.prompt.size()) + sp.max_tokens > limit)
+    return reject(400, fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens "
+                                   "({} in the prompt, {} for the completion). Please reduce the prompt or max_tokens.",
+                                   limit, req.prompt.size() + size_t(sp.max_tokens), req.prompt.size(), sp.max_tokens));
+  if (sp.logprobs > ModelRunner::kMaxTopLogprobs)
+    return reject(400, fmt::format("logprobs must be at most {}, got {}", ModelRunner::kMaxTopLogprobs, sp.logprobs));
+  if (!req.mm_block.empty() && req.mm_block.size() != req.prompt.size())
+    return reject(400, fmt::format("mm_block has {} entries for {} prompt tokens", req.mm_block.size(), req.prompt.size()));
+  for (size_t i = 0, run = 0; i < req.mm_block.size(); ++i) {
+    run = (req.mm_block[i] >= 0 && i > 0 && req.mm_block[i] == req.mm_block[i - 1]) ? run + 1 : 1;
+    if (req.mm_block[i] >= 0 && int(run) > m.setup.scheduler.max_num_batched_tokens)
+      return reject(400, fmt::format("an image of more than {} soft tokens does not fit in one step "
+                                     "(--max-num-batched-tokens)", m.setup.scheduler.max_num_batched_tokens));
+  }
+  for (int t : sp.stop_token_ids)
+    if (t < 0 || t >= vocab) return reject(400, fmt::format("stop token id {} is outside the vocabulary", t));
+
+  auto seq = std::make_unique<Sequence>();
+  seq->tokens = req.prompt;
+  seq->prompt_len = int(req.prompt.size());
+  seq->pages.cacheable = true;
+  seq->req = std::move(req);
+  seq->pages.cacheable = !seq->has_images();
+  if (seq->req.sampling.prompt_logprobs) seq->prompt_logprobs.resize(seq->prompt_len);
+  {
+    std::lock_guard<std::mutex> lock(m.mu);
+    if (m.stopping) return reject(503, "the engine is shutting down");
+    if (m.live_ids.count(seq->req.id)) return reject(400, fmt::format("duplicate request id '{}'", seq->req.id));
+    if (m.num_waiting + int(m.inbox.size()) >= m.opts.max_queue)
+      return reject(429, fmt::format("too many requests waiting ({}, --max-queue {})",
+                                     m.num_waiting + int(m.inbox.size()), m.opts.max_queue));
+    seq->seed = seq->req.sampling.seed ? *seq->req.sampling.seed : m.seed_rng();
+    m.live_ids.insert(seq->req.id);
+    m.inbox.push_back(std::move(seq));
+  }
+  m.cv.notify_all();
+  return SubmitResult{true, 200, ""};
+}
+
+void Engine::abort(const std::string& request_id) {
+  {
+    std::lock_guard<std::mutex> lock(impl_->mu);
+    if (!impl_->live_ids.count(request_id)) return;
+    impl_->abort_inbox.push_back(request_id);
+  }
+  impl_->cv.notify_all();
+}
+
+EngineStats Engine::stats() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->stats;
+}
+const ModelConfig& Engine::model_config() const { return impl_->model->config(); }
+int Engine::max_model_len() const { return impl_->setup.max_model_len; }
+const EngineOptions& Engine::options() const { return impl_->opts; }
+std::string Engine::memory_plan() const { return impl_->setup.plan.describe(); }
+
+// ---- the engine thread ----------------------------------------------------------------------
+
+void Engine::Impl::take_inbox() {
+  std::vector<std::unique_ptr<Sequence>> fresh;
+  std::vector<std::string> aborts;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    fresh.swap(inbox);
+    aborts.swap(abort_inbox);
+  }
+  for (auto& s : fresh) sched->add(std::move(s));
+  for (const std::string& id : aborts)
+    if (Sequence* s = sched->find(id)) finish(s, FinishReason::Abort);
+}
+
+void Engine::Impl::finish(Sequence* s, FinishReason why, const std::string& error) {
+  if (why == FinishReason::Abort || why == FinishReason::Error) {
+    RequestOutput out;
+    out.finish = why;
+    out.error = error;
+    out.prompt_tokens = s->prompt_len;
+    out.cached_prompt_tokens = s->cached_prompt_tokens;
+    out.completion_tokens = s->num_generated();
+    s->req.output->push(std::move(out));
+  }
+  std::string id = s->req.id;
+  sched->remove(s);
+  std::lock_guard<std::mutex> lock(mu);
+  live_ids.erase(id);
+}
+
+void Engine::Impl::loop() {
+  while (true) {
+    {
+      std::unique_lock<std::mutex> lock(mu);
+      cv.wait(lock, [&] { return stopping || !inbox.empty() || !abort_inbox.empty() || !sched->idle(); });
+      if (stopping) return;
+    }
+    take_inbox();
+    if (sched->idle()) {
+      publish_stats();
+      continue;
+    }
+    try {
+      run_one_step();
+    } catch (const std::exception& e) {
+      // A failed step fails the requests it touched; the engine keeps serving the others.
+      log::error("engine step failed: {}", e.what());
+      std::vector<Sequence*> victims(sched->running().begin(), sched->running().end());
+      for (Sequence* s : victims) finish(s, FinishReason::Error, e.what());
+    }
+    publish_stats();
+  }
+}
+
+bool Engine::Impl::run_one_step() {
+  StepPlan plan = sched->schedule();
+  if (opts.debug_page_checks) sched->check_pages(&plan);
+  if (plan.empty()) {
+    // Nothing runs and nothing can be admitted: the head of the queue can never fit.
+    if (sched->running().empty() && !sched->waiting().empty())
+      finish(sched->waiting().front(), FinishReason::Error, "the request does not fit in the KV cache");
+    return false;
+  }
+  std::vector<RunnerSeq> rs = outputs.runner_inputs(plan);
+  runner->launch(rs);
+  // While the device runs the step: nothing here may touch pages or sequences of the step; new
+  // requests and aborts wait in the inbox and are applied after commit.
+  std::vector<RunnerOutput> outs = runner->collect();
+  sched->commit(plan);
+  std::vector<std::pair<Sequence*, FinishReason>> done = outputs.apply(plan, outs);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    stats.steps++;
+    stats.generation_tokens += outputs.last_generated;
+    stats.prompt_tokens += outputs.last_prompt_tokens;
+  }
+  for (auto& [s, why] : done) finish(s, why);
+  return true;
+}
+
+void Engine::Impl::publish_stats() {
+  std::lock_guard<std::mutex> lock(mu);
+  stats.running = int(sched->running().size());
+  stats.waiting = int(sched->waiting().size()) + int(inbox.size());
+  num_waiting = int(sched->waiting().size());
+  stats.page_size = opts.page_size;
+  for (int g = 0; g < kNumKvGroups; ++g) {
+    const PagePool& pool = kv->pool(KvGroup(g));
+    stats.pages_used[g] = pool.num_used() - pool.num_evictable();
+    stats.pages_cached[g] = pool.num_evictable();
+    stats.pages_total[g] = pool.num_pages();
+  }
+  stats.prefix_queries = sched->counters().prefix_queries;
+  stats.prefix_hits = sched->counters().prefix_hits;
+  stats.preemptions = sched->counters().preemptions;
+}
+
+}  // namespace gs

@@ -1,0 +1,33 @@
+// The two ends of a step between the scheduler and the runner: the scheduled chunks as the runner's
+// inputs, and the runner's outputs folded back into the sequences (new token, penalty counts,
+// log-probabilities, finish rules) and pushed to each request's OutputChannel.
+#pragma once
+#include <utility>
+#include <vector>
+
+#include "engine/scheduler.h"
+#include "runner/model_runner.h"
+
+namespace gs {
+
+struct StepOutputs {
+  std::vector<int> eos_ids;  // stop unless ignore_eos
+  int max_model_len = 0;
+
+  // Counters of the last apply().
+  int last_generated = 0;
+  int last_prompt_tokens = 0;  // prompts that finished prefill (counted once per request)
+
+  std::vector<RunnerSeq> runner_inputs(const StepPlan& plan);
+  // Appends the sampled tokens and pushes one RequestOutput per sampled sequence. Returns the
+  // sequences that finished (stop or length); their final output is already pushed.
+  std::vector<std::pair<Sequence*, FinishReason>> apply(const StepPlan& plan, const std::vector<RunnerOutput>& outs);
+
+  // Why a sequence stops after appending its newest token (None: it goes on).
+  FinishReason finish_reason(const Sequence& s) const;
+
+ private:
+  std::vector<std::vector<std::pair<int, int>>> counts_;  // penalty inputs of the step, kept alive
+};
+
+}  // namespace gs
