@@ -42,7 +42,9 @@ struct Engine::Impl {
   void loop();
   bool run_one_step();
   void take_inbox();
-  void finish(Sequence* s, FinishReason why, const std::string& error = "");
+  // Frees the sequence, then pushes its last output (an abort/error one unless `last` is given),
+  // so a client that sees the end also sees the pages back in stats().
+  void finish(Sequence* s, FinishReason why, const std::string& error = "", RequestOutput* last = nullptr);
   void publish_stats();
 };
 
@@ -176,20 +178,26 @@ void Engine::Impl::take_inbox() {
     if (Sequence* s = sched->find(id)) finish(s, FinishReason::Abort);
 }
 
-void Engine::Impl::finish(Sequence* s, FinishReason why, const std::string& error) {
-  if (why == FinishReason::Abort || why == FinishReason::Error) {
-    RequestOutput out;
+void Engine::Impl::finish(Sequence* s, FinishReason why, const std::string& error, RequestOutput* last) {
+  RequestOutput out;
+  if (last) {
+    out = std::move(*last);
+  } else {
     out.finish = why;
     out.error = error;
     out.prompt_tokens = s->prompt_len;
     out.cached_prompt_tokens = s->cached_prompt_tokens;
     out.completion_tokens = s->num_generated();
-    s->req.output->push(std::move(out));
   }
+  std::shared_ptr<OutputChannel> channel = s->req.output;
   std::string id = s->req.id;
   sched->remove(s);
-  std::lock_guard<std::mutex> lock(mu);
-  live_ids.erase(id);
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    live_ids.erase(id);
+  }
+  publish_stats();
+  channel->push(std::move(out));
 }
 
 void Engine::Impl::loop() {
@@ -231,14 +239,14 @@ bool Engine::Impl::run_one_step() {
   // requests and aborts wait in the inbox and are applied after commit.
   std::vector<RunnerOutput> outs = runner->collect();
   sched->commit(plan);
-  std::vector<std::pair<Sequence*, FinishReason>> done = outputs.apply(plan, outs);
+  std::vector<StepOutputs::Finished> done = outputs.apply(plan, outs);
   {
     std::lock_guard<std::mutex> lock(mu);
     stats.steps++;
     stats.generation_tokens += outputs.last_generated;
     stats.prompt_tokens += outputs.last_prompt_tokens;
   }
-  for (auto& [s, why] : done) finish(s, why);
+  for (auto& f : done) finish(f.seq, f.last.finish, "", &f.last);
   return true;
 }
 

@@ -52,11 +52,10 @@ FinishReason StepOutputs::finish_reason(const Sequence& s) const {
   return FinishReason::None;
 }
 
-std::vector<std::pair<Sequence*, FinishReason>> StepOutputs::apply(const StepPlan& plan,
-                                                                   const std::vector<RunnerOutput>& outs) {
+std::vector<StepOutputs::Finished> StepOutputs::apply(const StepPlan& plan, const std::vector<RunnerOutput>& outs) {
   GS_CHECK(outs.size() == plan.chunks.size(), "engine: {} runner outputs for {} chunks", outs.size(),
            plan.chunks.size());
-  std::vector<std::pair<Sequence*, FinishReason>> done;
+  std::vector<Finished> done;
   last_generated = 0;
   last_prompt_tokens = 0;
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
@@ -90,9 +89,10 @@ std::vector<std::pair<Sequence*, FinishReason>> StepOutputs::apply(const StepPla
     out.cached_prompt_tokens = s.cached_prompt_tokens;
     out.completion_tokens = s.num_generated();
     out.finish = finish_reason(s);
-    const FinishReason why = out.finish;
-    s.req.output->push(std::move(out));
-    if (why != FinishReason::None) done.push_back({&s, why});
+    if (out.finish == FinishReason::None)
+      s.req.output->push(std::move(out));
+    else
+      done.push_back({&s, std::move(out)});
   }
   return done;
 }

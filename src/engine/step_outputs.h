@@ -19,9 +19,13 @@ struct StepOutputs {
   int last_prompt_tokens = 0;  // prompts that finished prefill (counted once per request)
 
   std::vector<RunnerSeq> runner_inputs(const StepPlan& plan);
-  // Appends the sampled tokens and pushes one RequestOutput per sampled sequence. Returns the
-  // sequences that finished (stop or length); their final output is already pushed.
-  std::vector<std::pair<Sequence*, FinishReason>> apply(const StepPlan& plan, const std::vector<RunnerOutput>& outs);
+  struct Finished {
+    Sequence* seq;
+    RequestOutput last;  // pushed by the engine once the sequence's pages are freed
+  };
+  // Appends the sampled tokens and pushes one RequestOutput per sampled sequence that goes on.
+  // Returns the sequences that finished (stop or length) with their final output, not yet pushed.
+  std::vector<Finished> apply(const StepPlan& plan, const std::vector<RunnerOutput>& outs);
 
   // Why a sequence stops after appending its newest token (None: it goes on).
   FinishReason finish_reason(const Sequence& s) const;

@@ -1,0 +1,258 @@
+// The whole engine (thread, scheduler, pages, runner) on a tiny random model on the cpu backend.
+// The reference for every generated token is the same request run alone, one-shot, with plenty of
+// memory and no prefix cache; any difference is a bookkeeping bug (a wrong page, a wrong position,
+// a wrong sampling row).
+#include "engine/engine.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "runner/sequence_runner.h"
+#include "tiny_model.h"
+
+namespace gs {
+namespace {
+
+using testing::make_tiny_model;
+using testing::TinyModel;
+
+struct Result {
+  std::vector<int> tokens;
+  FinishReason finish = FinishReason::None;
+  int cached = 0;
+  std::vector<TokenLogprob> logprobs, prompt_logprobs;
+};
+
+Result drain(OutputChannel& ch) {
+  Result r;
+  while (true) {
+    auto out = ch.pop(std::chrono::seconds(60));
+    if (!out) {
+      ADD_FAILURE() << "no output within 60 s";
+      return r;
+    }
+    r.tokens.insert(r.tokens.end(), out->new_tokens.begin(), out->new_tokens.end());
+    r.logprobs.insert(r.logprobs.end(), out->logprobs.begin(), out->logprobs.end());
+    if (!out->prompt_logprobs.empty()) r.prompt_logprobs = out->prompt_logprobs;
+    r.cached = out->cached_prompt_tokens;
+    if (out->finish != FinishReason::None) {
+      r.finish = out->finish;
+      return r;
+    }
+  }
+}
+
+GenerationRequest request(const std::string& id, std::vector<int> prompt, int max_tokens, bool ignore_eos = true) {
+  GenerationRequest r;
+  r.id = id;
+  r.prompt = std::move(prompt);
+  r.sampling.temperature = 0;
+  r.sampling.max_tokens = max_tokens;
+  r.sampling.ignore_eos = ignore_eos;
+  return r;
+}
+
+std::vector<int> random_prompt(std::mt19937& rng, int n) {
+  std::vector<int> p(n);
+  for (int& t : p) t = 3 + int(rng() % 500);
+  return p;
+}
+
+EngineOptions small_options() {
+  EngineOptions o;
+  o.max_num_seqs = 8;
+  o.max_num_batched_tokens = 256;
+  o.max_model_len = 256;
+  o.page_size = 4;
+  o.kv_cache_memory_bytes = 4 << 20;
+  o.debug_page_checks = true;
+  return o;
+}
+
+// Runs every request at once through one engine; results by id.
+std::map<std::string, Result> run_all(const TinyModel& m, EngineOptions o, const std::vector<GenerationRequest>& reqs,
+                                      EngineStats* stats = nullptr) {
+  Engine engine(m.model, o);
+  engine.start();
+  std::vector<std::shared_ptr<OutputChannel>> chans;
+  for (const auto& r : reqs) {
+    chans.push_back(r.output);
+    auto res = engine.submit(r);
+    EXPECT_TRUE(res.ok) << res.error;
+  }
+  std::map<std::string, Result> out;
+  for (size_t i = 0; i < reqs.size(); ++i) out[reqs[i].id] = drain(*chans[i]);
+  if (stats) *stats = engine.stats();
+  EngineStats s = engine.stats();
+  for (int g = 0; g < kNumKvGroups; ++g) EXPECT_EQ(s.pages_used[g], 0) << "pages still held in group " << g;
+  return out;
+}
+
+GenerationRequest fresh(const GenerationRequest& r) {
+  GenerationRequest c = r;
+  c.output = std::make_shared<OutputChannel>();
+  return c;
+}
+
+TEST(Engine, GreedyMatchesTheIndependentSequenceRunner) {
+  TinyModel m = make_tiny_model(11);
+  std::mt19937 rng(std::random_device{}());
+  std::vector<int> prompt = random_prompt(rng, 40);
+  auto res = run_all(m, small_options(), {request("a", prompt, 24)});
+  SequenceRunOptions opt;
+  opt.page_size = 8;
+  std::vector<int> ref = greedy_continuation(*m.model, prompt, 24, opt);
+  EXPECT_EQ(res["a"].tokens, ref);
+  EXPECT_EQ(res["a"].finish, FinishReason::Length);
+}
+
+TEST(Engine, OutputDoesNotDependOnTheBatchOrChunking) {
+  TinyModel m = make_tiny_model(12);
+  std::mt19937 rng(std::random_device{}());
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 6; ++i) reqs.push_back(request("r" + std::to_string(i), random_prompt(rng, 5 + int(rng() % 60)), 5 + int(rng() % 30)));
+  // A seeded sampled request too: its draws are keyed by (seed, step), not by batch position.
+  GenerationRequest sampled = request("s", random_prompt(rng, 30), 20);
+  sampled.sampling.temperature = 0.9f;
+  sampled.sampling.top_k = 50;
+  sampled.sampling.seed = 1234;
+  reqs.push_back(sampled);
+
+  std::map<std::string, Result> alone;
+  EngineOptions solo = small_options();
+  solo.max_num_seqs = 1;
+  solo.enable_prefix_caching = false;
+  for (const auto& r : reqs) alone[r.id] = run_all(m, solo, {fresh(r)})[r.id];
+
+  EngineOptions chunked = small_options();
+  chunked.max_num_batched_tokens = 9;  // decodes and tiny prefill chunks mixed in every step
+  std::vector<GenerationRequest> copies;
+  for (const auto& r : reqs) copies.push_back(fresh(r));
+  auto together = run_all(m, chunked, copies);
+  for (const auto& r : reqs) EXPECT_EQ(together[r.id].tokens, alone[r.id].tokens) << r.id;
+}
+
+TEST(Engine, PrefixCacheHitGivesTheSameTokensAsAColdRun) {
+  TinyModel m = make_tiny_model(13);
+  std::mt19937 rng(std::random_device{}());
+  std::vector<int> shared = random_prompt(rng, 50);  // longer than the window: sliding validity matters
+  std::vector<int> b = shared;
+  for (int t : random_prompt(rng, 7)) b.push_back(t);
+
+  EngineOptions cold = small_options();
+  cold.enable_prefix_caching = false;
+  Result ref = run_all(m, cold, {request("b", b, 16)})["b"];
+
+  Engine engine(m.model, small_options());
+  engine.start();
+  auto a = request("a", shared, 20);
+  ASSERT_TRUE(engine.submit(a).ok);
+  drain(*a.output);
+  auto hit = request("b", b, 16);
+  ASSERT_TRUE(engine.submit(hit).ok);
+  Result got = drain(*hit.output);
+  EXPECT_GT(got.cached, 0);
+  EXPECT_EQ(got.tokens, ref.tokens);
+  EngineStats s = engine.stats();
+  EXPECT_GT(s.prefix_hits, 0u);
+  EXPECT_GE(s.prefix_queries, s.prefix_hits);
+}
+
+TEST(Engine, TinyKvPoolPreemptsAndEveryRequestStillMatches) {
+  TinyModel m = make_tiny_model(14);
+  std::mt19937 rng(std::random_device{}());
+  std::vector<GenerationRequest> reqs;
+  for (int i = 0; i < 6; ++i) reqs.push_back(request("r" + std::to_string(i), random_prompt(rng, 30 + int(rng() % 30)), 40));
+  EngineOptions plenty = small_options();
+  plenty.enable_prefix_caching = false;
+  std::vector<GenerationRequest> copies;
+  for (const auto& r : reqs) copies.push_back(fresh(r));
+  auto ref = run_all(m, plenty, copies);
+
+  EngineOptions tiny = small_options();
+  tiny.max_model_len = 100;
+  tiny.max_num_batched_tokens = 32;
+  // Full pool: one page holds 4 tokens x 1 layer x (K+V) x 64 x 4 B = 2 KiB; ~40 pages hold two
+  // requests of 80 tokens, not six.
+  tiny.kv_cache_memory_bytes = 40 * 2048 + 30 * 3 * 1024;
+  tiny.swa_full_tokens_ratio = 0.75;
+  EngineStats stats;
+  auto got = run_all(m, tiny, reqs, &stats);
+  EXPECT_GT(stats.preemptions, 0u);
+  for (const auto& r : reqs) EXPECT_EQ(got[r.id].tokens, ref[r.id].tokens) << r.id;
+}
+
+TEST(Engine, AbortFreesPagesAndEndsTheStream) {
+  TinyModel m = make_tiny_model(15);
+  std::mt19937 rng(std::random_device{}());
+  Engine engine(m.model, small_options());
+  engine.start();
+  auto r = request("long", random_prompt(rng, 20), 200);
+  ASSERT_TRUE(engine.submit(r).ok);
+  ASSERT_TRUE(r.output->pop(std::chrono::seconds(60)).has_value());  // running
+  engine.abort("long");
+  Result rest = drain(*r.output);
+  EXPECT_EQ(rest.finish, FinishReason::Abort);
+  for (int i = 0; i < 100 && engine.stats().running > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  EngineStats s = engine.stats();
+  EXPECT_EQ(s.running, 0);
+  EXPECT_EQ(s.pages_used[0], 0);
+  EXPECT_EQ(s.pages_used[1], 0);
+}
+
+TEST(Engine, RejectsBadRequestsAndAFullQueue) {
+  TinyModel m = make_tiny_model(16);
+  EngineOptions o = small_options();
+  o.max_queue = 2;
+  Engine engine(m.model, o);  // not started: submissions stay queued
+  EXPECT_EQ(engine.submit(request("e", {}, 4)).http_status, 400);
+  auto too_long = engine.submit(request("l", std::vector<int>(250, 5), 10));
+  EXPECT_EQ(too_long.http_status, 400);
+  EXPECT_NE(too_long.error.find("256"), std::string::npos) << too_long.error;
+  EXPECT_EQ(engine.submit(request("v", {5, 9999}, 4)).http_status, 400);
+  auto q1 = request("q1", {5, 6}, 4), q2 = request("q2", {5, 6}, 4);
+  EXPECT_TRUE(engine.submit(q1).ok);
+  EXPECT_EQ(engine.submit(request("q1", {5}, 4)).http_status, 400);  // duplicate id
+  EXPECT_TRUE(engine.submit(q2).ok);
+  auto full = engine.submit(request("q3", {5, 6}, 4));
+  EXPECT_EQ(full.http_status, 429);
+  engine.stop();  // queued requests end with an abort
+  EXPECT_EQ(drain(*q1.output).finish, FinishReason::Abort);
+  EXPECT_EQ(engine.submit(request("late", {5}, 4)).http_status, 503);
+}
+
+TEST(Engine, StopTokensLogprobsAndPromptLogprobs) {
+  TinyModel m = make_tiny_model(17);
+  std::mt19937 rng(std::random_device{}());
+  std::vector<int> prompt = random_prompt(rng, 12);
+  Result free_run = run_all(m, small_options(), {request("a", prompt, 10)})["a"];
+  ASSERT_EQ(free_run.tokens.size(), 10u);
+  // Stopping on the 4th generated token ends the request right there with "stop".
+  GenerationRequest r = request("b", prompt, 10);
+  r.sampling.stop_token_ids = {free_run.tokens[3]};
+  r.sampling.logprobs = 3;
+  r.sampling.prompt_logprobs = true;
+  Result got = run_all(m, small_options(), {r})["b"];
+  auto first = std::find(free_run.tokens.begin(), free_run.tokens.end(), free_run.tokens[3]) - free_run.tokens.begin();
+  EXPECT_EQ(got.finish, FinishReason::Stop);
+  EXPECT_EQ(got.tokens, std::vector<int>(free_run.tokens.begin(), free_run.tokens.begin() + first + 1));
+  ASSERT_EQ(got.logprobs.size(), got.tokens.size());
+  for (size_t i = 0; i < got.logprobs.size(); ++i) {
+    const TokenLogprob& lp = got.logprobs[i];
+    EXPECT_EQ(lp.token, got.tokens[i]);
+    ASSERT_EQ(lp.top.size(), 3u);
+    EXPECT_EQ(lp.top[0].first, lp.token);  // greedy picks the most likely token
+    EXPECT_NEAR(lp.top[0].second, lp.logprob, 1e-4);
+    EXPECT_LE(lp.logprob, 0.f);
+  }
+  ASSERT_EQ(got.prompt_logprobs.size(), prompt.size());
+  for (size_t p = 1; p < prompt.size(); ++p) {
+    EXPECT_EQ(got.prompt_logprobs[p].token, prompt[p]);
+    EXPECT_LT(got.prompt_logprobs[p].logprob, 0.f);
+    EXPECT_GE(got.prompt_logprobs[p].top.at(0).second, got.prompt_logprobs[p].logprob - 1e-5);
+  }
+}
+
+}  // namespace
+}  // namespace gs
