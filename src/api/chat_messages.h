@@ -1,0 +1,21 @@
+// Chat messages and tools of a /v1/chat/completions body, checked and put in the shape the
+// model's chat template reads: content as one string, assistant tool-call arguments as JSON
+// objects (OpenAI sends them as JSON text), roles limited to what the template knows.
+#pragma once
+#include <nlohmann/json.hpp>
+
+namespace gs::api {
+
+class FieldReader;
+struct OpenAIRequest;
+
+// Roles: system, developer, user, assistant, tool. Content: a string, null (assistant with
+// tool_calls only) or an array of {"type":"text","text":...} parts. Images, audio and files are
+// refused (the server is text-only for now).
+nlohmann::json normalize_messages(const nlohmann::json& messages);
+
+// tools / tool_choice. tool_choice "none" drops the tools from the prompt; "auto" (default) keeps
+// them; "required" or a named function would need constrained decoding and are refused.
+void parse_tools(const FieldReader& body, OpenAIRequest& r);
+
+}  // namespace gs::api

@@ -1,0 +1,10 @@
+#include "api/engine_client.h"
+
+namespace gs::api {
+
+Engine::SubmitResult EngineClientFor::submit(GenerationRequest req) { return e_.submit(std::move(req)); }
+void EngineClientFor::abort(const std::string& request_id) { e_.abort(request_id); }
+EngineStats EngineClientFor::stats() const { return e_.stats(); }
+int EngineClientFor::max_model_len() const { return e_.max_model_len(); }
+
+}  // namespace gs::api

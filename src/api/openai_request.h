@@ -1,0 +1,67 @@
+// The body of a /v1/chat/completions or /v1/completions request, parsed and validated. Nothing
+// here knows the model: token ids, lengths and defaults are checked when the request is prepared
+// (api/request_preparer.h). Unknown fields are ignored, as OpenAI's own server ignores fields it
+// does not know; known fields with a wrong type or value are refused with a 400 naming the field.
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace gs::api {
+
+enum class Endpoint { ChatCompletions, Completions };
+
+// One prompt of /v1/completions: text, or token ids given by the client.
+struct PromptInput {
+  std::string text;
+  std::vector<int> ids;
+  bool is_ids = false;
+};
+
+struct OpenAIRequest {
+  Endpoint endpoint = Endpoint::ChatCompletions;
+  std::string model;  // empty when not given
+
+  // /v1/chat/completions: messages with content flattened to a string (text parts joined by
+  // "\n") and tool-call arguments parsed into JSON objects, ready for the chat template.
+  nlohmann::json messages = nlohmann::json::array();
+  nlohmann::json tools;                  // null, or the array of {type:"function", function:{...}}
+  nlohmann::json chat_template_kwargs = nlohmann::json::object();
+  bool enable_thinking = false;          // chat_template_kwargs.enable_thinking
+
+  // /v1/completions
+  std::vector<PromptInput> prompts;
+  bool echo = false;
+
+  // Sampling; unset values take generation_config.json defaults.
+  std::optional<int> max_tokens;
+  std::optional<double> temperature, top_p, min_p;
+  std::optional<int> top_k;              // 0: off (-1 is accepted as off, as vLLM does)
+  std::optional<uint64_t> seed;
+  double presence_penalty = 0, frequency_penalty = 0;
+  std::vector<std::string> stop;
+  std::vector<int> stop_token_ids;
+  bool ignore_eos = false;
+  bool skip_special_tokens = true;
+  int n = 1;
+  // -1: no logprobs; otherwise logprobs of the chosen token plus this many alternatives
+  // (chat: logprobs=true with top_logprobs; completions: logprobs=N).
+  int logprobs = -1;
+
+  bool stream = false;
+  bool include_usage = false;            // stream_options.include_usage
+};
+
+constexpr int kMaxChoices = 64;          // n
+constexpr int kMaxTopLogprobs = 20;
+constexpr int kMaxStopStrings = 16;
+
+OpenAIRequest parse_chat_request(const nlohmann::json& body);
+OpenAIRequest parse_completion_request(const nlohmann::json& body);
+// Parses the raw HTTP body (malformed JSON is a 400 with the parser's position).
+nlohmann::json parse_json_body(const std::string& body);
+
+}  // namespace gs::api
