@@ -114,6 +114,9 @@ class Handler {
 
   bool enter(Mode m) {
     // The tree gets null in place of the section; the data goes to the flat vectors.
+    if ((m == Mode::kVocab && doc_.has_vocab) || (m == Mode::kMerges && doc_.has_merges)) {
+      throw Error("{}: model.{} appears twice", source_, m == Mode::kVocab ? "vocab" : "merges");
+    }
     dom_.null();
     mode_ = m;
     depth_ = 0;

@@ -84,6 +84,11 @@ TEST_F(BadTokenizerJson, MissingVocab) {
   EXPECT_NE(load_error(j).find("missing field 'vocab'"), std::string::npos);
 }
 
+TEST_F(BadTokenizerJson, RepeatedSection) {
+  const std::string msg = load_error_text(R"({"model": {"vocab": {"a": 0}, "merges": [], "vocab": {"b": 0}}})");
+  EXPECT_NE(msg.find("bad.json: model.vocab appears twice"), std::string::npos) << msg;
+}
+
 TEST_F(BadTokenizerJson, BadVocabEntries) {
   json j = good_;
   j["model"]["vocab"]["zzz"] = "seven";
