@@ -41,7 +41,9 @@ struct Engine::Impl {
 
   void loop();
   bool run_one_step();
-  void take_inbox();
+  // Moves submitted requests into the scheduler's queue; with apply_aborts, also ends aborted ones
+  // (never while a step is in flight: the device may still write their pages).
+  void take_inbox(bool apply_aborts = true);
   // Frees the sequence, then pushes its last output (an abort/error one unless `last` is given),
   // so a client that sees the end also sees the pages back in stats().
   void finish(Sequence* s, FinishReason why, const std::string& error = "", RequestOutput* last = nullptr);
@@ -165,13 +167,13 @@ std::string Engine::memory_plan() const { return impl_->setup.plan.describe(); }
 
 // ---- the engine thread ----------------------------------------------------------------------
 
-void Engine::Impl::take_inbox() {
+void Engine::Impl::take_inbox(bool apply_aborts) {
   std::vector<std::unique_ptr<Sequence>> fresh;
   std::vector<std::string> aborts;
   {
     std::lock_guard<std::mutex> lock(mu);
     fresh.swap(inbox);
-    aborts.swap(abort_inbox);
+    if (apply_aborts) aborts.swap(abort_inbox);
   }
   for (auto& s : fresh) sched->add(std::move(s));
   for (const std::string& id : aborts)
@@ -235,8 +237,10 @@ bool Engine::Impl::run_one_step() {
   }
   std::vector<RunnerSeq> rs = outputs.runner_inputs(plan);
   runner->launch(rs);
-  // While the device runs the step: nothing here may touch pages or sequences of the step; new
-  // requests and aborts wait in the inbox and are applied after commit.
+  // Overlapped with the device step (on cuda launch() returns once the step is enqueued): new
+  // requests join the waiting queue, which the running step does not read. Aborts wait until after
+  // commit, because the step may still write the aborted request's pages.
+  take_inbox(/*apply_aborts=*/false);
   std::vector<RunnerOutput> outs = runner->collect();
   sched->commit(plan);
   std::vector<StepOutputs::Finished> done = outputs.apply(plan, outs);

@@ -95,17 +95,20 @@ MemoryPlan plan_kv_memory(const MemoryPlanInput& in) {
     double full = budget / (bf + ratio * bs);
     plan.num_pages[F] = int(std::min(full, 1e9));
     plan.num_pages[S] = int(std::min(full * ratio, 1e9));
-    // Respect the minimums by moving budget from the other pool when it can spare it.
+    // Respect the minimums by moving budget from the other pool; the sliding minimum (one window
+    // and a chunk) comes first, since without it nothing runs at all.
     if (plan.num_pages[S] < min_sliding) {
-      plan.num_pages[S] = min_sliding;
-      plan.num_pages[F] = int(std::max(0.0, (budget - min_sliding * bs) / bf));
-    } else if (plan.num_pages[F] < min_full) {
-      plan.num_pages[F] = min_full;
-      plan.num_pages[S] = int(std::max(0.0, (budget - min_full * bf) / bs));
+      plan.num_pages[S] = std::min(min_sliding, int(budget / bs));
+      plan.num_pages[F] = int(std::max(0.0, (budget - plan.num_pages[S] * bs) / bf));
     }
+    if (plan.num_pages[F] < min_full) {
+      plan.num_pages[F] = int(std::clamp((budget - min_sliding * bs) / bf, 0.0, double(min_full)));
+      plan.num_pages[S] = int(std::max(0.0, (budget - plan.num_pages[F] * bf) / bs));
+    }
+    if (plan.num_pages[F] > 0) plan.swa_full_tokens_ratio = double(plan.num_pages[S]) / plan.num_pages[F];
   }
 
-  GS_CHECK(plan.num_pages[S] >= min_sliding,
+  GS_CHECK(double(plan.num_pages[S]) * bs + double(plan.num_pages[F]) * bf <= budget && plan.num_pages[S] >= min_sliding,
            "KV cache budget of {} holds {} sliding pages of {} tokens, but one request needs {} (window {} + a chunk of "
            "{} tokens); raise the KV memory (--gpu-memory-utilization / --kv-cache-memory) or lower "
            "--max-num-batched-tokens",
