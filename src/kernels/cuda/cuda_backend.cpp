@@ -185,7 +185,11 @@ class CudaBackend final : public Backend {
                  const AttentionParams& p, const Tensor& out) override {
     size_t ws = cuda::attention_workspace_bytes(batch.num_tokens, batch.num_seqs, p.num_q_heads, p.head_dim);
     void* scratch = scratch_->get(ws, capturing(), "attention");
-    cuda::paged_attention(q, batch, group, pool, cache_layer, p, out, scratch, ws, stream_);
+    // AttentionBatch leaves mm_block undefined when no row is a vision token; the overlay then
+    // allows nothing beyond the causal/sliding mask, and the kernels need not look for blocks.
+    AttentionParams params = p;
+    if (params.mm_bidirectional && !batch.mm_block.defined()) params.mm_bidirectional = false;
+    cuda::paged_attention(q, batch, group, pool, cache_layer, params, out, scratch, ws, stream_);
   }
 
   // ---- mixture of experts -----------------------------------------------------------------------
