@@ -11,8 +11,9 @@ BpeTokenizer::BpeTokenizer(TokenizerParts parts) : p_(std::move(parts)) {
   vocab_size_ = p_.model->size();
   for (const auto& t : p_.added_tokens) {
     // Added tokens extend the model's ids; a huge stray id must not allocate gigabytes.
-    GS_CHECK(t.id >= 0 && t.id < p_.model->size() + (1 << 16), "{}: added token '{}' has id {}, far beyond the {} ids of the model",
-             p_.source, t.content, t.id, p_.model->size());
+    GS_CHECK(t.id >= 0 && t.id < p_.model->size() + (1 << 16),
+             "{}: added token '{}' has id {}, far beyond the {} ids of the model", p_.source, t.content, t.id,
+             p_.model->size());
     vocab_size_ = std::max(vocab_size_, t.id + 1);
   }
   added_by_id_.assign(static_cast<size_t>(vocab_size_), nullptr);
