@@ -1,0 +1,115 @@
+// gemmaserve run: one chat turn streamed to the terminal, through the same engine, chat template,
+// sampling and stop logic as the server (api::OpenAIService), without HTTP.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+
+#include "api/api_error.h"
+#include "api/generation_session.h"
+#include "api/openai_service.h"
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "server/serving_stack.h"
+
+namespace gs::cli {
+namespace {
+
+struct RunOptions {
+  server::StackOptions stack;
+  std::string prompt, system;
+  int max_tokens = 256;
+  std::optional<double> temperature, top_p;
+  std::optional<int> top_k;
+  std::optional<int64_t> seed;
+  bool enable_thinking = false;
+};
+
+int run(RunOptions o) {
+  GS_CHECK(!o.prompt.empty(), "--prompt must not be empty");
+  GS_CHECK(o.max_tokens > 0, "--max-tokens must be positive, got {}", o.max_tokens);
+  o.stack.engine.max_num_seqs = 1;
+  auto stack = server::ServingStack::load(o.stack);
+  api::OpenAIService service(stack->client(), stack->serving_model());
+
+  nlohmann::json body = {{"messages", nlohmann::json::array()}, {"max_tokens", o.max_tokens}};
+  if (!o.system.empty()) body["messages"].push_back({{"role", "system"}, {"content", o.system}});
+  body["messages"].push_back({{"role", "user"}, {"content", o.prompt}});
+  if (o.temperature) body["temperature"] = *o.temperature;
+  if (o.top_p) body["top_p"] = *o.top_p;
+  if (o.top_k) body["top_k"] = *o.top_k;
+  if (o.seed) body["seed"] = *o.seed;
+  if (o.enable_thinking) body["chat_template_kwargs"] = {{"enable_thinking", true}};
+
+  api::PreparedRequest prepared;
+  try {
+    prepared = service.prepare(api::Endpoint::ChatCompletions, body.dump());
+  } catch (const api::ApiError& e) {
+    throw Error("{}", e.what());
+  }
+  api::GenerationSession session(stack->client(), *stack->serving_model(), std::move(prepared));
+  session.submit();
+
+  // Reasoning is shown dimmed on a terminal, so it is visibly not part of the answer.
+  const bool tty = isatty(STDOUT_FILENO);
+  bool in_reasoning = false;
+  std::string finish;
+  auto t0 = std::chrono::steady_clock::now();
+  std::vector<api::ChoiceUpdate> updates;
+  bool running = true;
+  while (running) {
+    updates.clear();
+    running = session.poll(std::chrono::milliseconds(100), updates);
+    for (const auto& u : updates) {
+      if (!u.delta.reasoning.empty()) {
+        if (!in_reasoning && tty) std::fputs("\x1b[2m", stdout);
+        in_reasoning = true;
+        std::fputs(u.delta.reasoning.c_str(), stdout);
+      }
+      if (!u.delta.content.empty()) {
+        if (in_reasoning) std::fputs(tty ? "\x1b[0m\n" : "\n", stdout);
+        in_reasoning = false;
+        std::fputs(u.delta.content.c_str(), stdout);
+      }
+      for (const auto& tc : u.delta.tool_calls) std::printf("\n[tool call] %s(%s)\n", tc.name.c_str(), tc.arguments.c_str());
+      if (!u.error.empty()) throw Error("generation failed: {}", u.error);
+      if (!u.finish_reason.empty()) finish = u.finish_reason;
+      std::fflush(stdout);
+    }
+  }
+  if (in_reasoning && tty) std::fputs("\x1b[0m", stdout);
+  std::fputs("\n", stdout);
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  api::Usage u = session.usage();
+  log::info("{} prompt + {} generated tokens in {:.2f} s ({:.1f} tokens/s), finish reason: {}", u.prompt_tokens,
+            u.completion_tokens, secs, secs > 0 ? u.completion_tokens / secs : 0.0, finish);
+  return 0;
+}
+
+GS_REGISTER_COMMAND(run, "run", "One chat turn with a model, streamed to the terminal",
+                    [](CLI::App& app) -> std::function<int()> {
+                      auto o = std::make_shared<RunOptions>();
+                      app.add_option("--model", o->stack.model,
+                                     "Model directory, or a preset with --load-format dummy (default: the built-in "
+                                     "demo model)");
+                      app.add_option("--prompt", o->prompt, "The user message")->required();
+                      app.add_option("--system", o->system, "A system message before it");
+                      app.add_option("--max-tokens", o->max_tokens, "Most tokens to generate")->capture_default_str();
+                      app.add_option("--temperature", o->temperature,
+                                     "Sampling temperature, 0 for greedy (default: generation_config.json)");
+                      app.add_option("--top-p", o->top_p, "Nucleus sampling mass (default: generation_config.json)");
+                      app.add_option("--top-k", o->top_k, "Top-k sampling, 0 for off (default: generation_config.json)");
+                      app.add_option("--seed", o->seed, "Sampling seed (same seed, same output)");
+                      app.add_flag("--enable-thinking", o->enable_thinking,
+                                   "Ask the model to reason first (chat_template_kwargs.enable_thinking)");
+                      app.add_option("--load-format", o->stack.load_format, "auto | dummy")->capture_default_str();
+                      app.add_option("--tokenizer", o->stack.tokenizer, "Tokenizer (default: the model's)");
+                      app.add_option("--backend", o->stack.backend, "cpu, cuda or cuda:N");
+                      app.add_option("--max-model-len", o->stack.engine.max_model_len,
+                                     "Longest prompt + output (0: the model's)");
+                      return [o] { return run(*o); };
+                    });
+
+}  // namespace
+}  // namespace gs::cli

@@ -1,0 +1,132 @@
+// gemmaserve serve: the OpenAI-compatible server. Option names follow vLLM so that scripts and
+// habits carry over.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <thread>
+
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "server/http_server.h"
+#include "server/serving_stack.h"
+
+namespace gs::cli {
+namespace {
+
+struct ServeOptions {
+  server::StackOptions stack;
+  server::ServerOptions http;
+  bool no_prefix_caching = false;
+  double kv_cache_gib = 0;
+};
+
+int serve(ServeOptions o) {
+  o.stack.engine.enable_prefix_caching = !o.no_prefix_caching;
+  o.stack.engine.kv_cache_memory_bytes = static_cast<size_t>(o.kv_cache_gib * (1ull << 30));
+  GS_CHECK(o.http.port >= 0 && o.http.port <= 65535, "--port {} is not a TCP port", o.http.port);
+
+  // SIGINT/SIGTERM are taken by one waiting thread (below), never by a random one: block them
+  // before any thread (engine, HTTP pool) exists so that every thread inherits the mask.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  auto stack = server::ServingStack::load(o.stack);
+  server::ServerMetrics metrics;
+  api::OpenAIService service(stack->client(), stack->serving_model(), &metrics);
+  server::HttpServer http(service, metrics, o.http);
+  int port = http.bind();
+
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    log::info("{}: shutting down (aborting running requests)", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    http.begin_shutdown();    // new requests get 503, open streams end
+    stack->engine().stop();   // every request in the engine finishes as aborted
+    http.stop();              // close the listener, join connection threads
+  });
+
+  log::info("serving model '{}' (max model length {}) on http://{}:{}{}", stack->serving_model()->name,
+            stack->engine().max_model_len(), o.http.host, port, o.http.api_key.empty() ? "" : " (API key required)");
+  log::info("try: curl http://{}:{}/v1/chat/completions -H 'Content-Type: application/json' -d "
+            "'{{\"model\":\"{}\",\"messages\":[{{\"role\":\"user\",\"content\":\"Hello!\"}}],\"max_tokens\":16}}'",
+            o.http.host, port, stack->serving_model()->name);
+  http.run();
+  if (!http.shutting_down()) {
+    log::error("the HTTP server stopped unexpectedly");
+    kill(getpid(), SIGTERM);  // wake the waiter so it can finish
+  }
+  waiter.join();
+  log::info("stopped");
+  return 0;
+}
+
+GS_REGISTER_COMMAND(serve, "serve", "Serve a model over an OpenAI-compatible HTTP API",
+                    [](CLI::App& app) -> std::function<int()> {
+                      auto o = std::make_shared<ServeOptions>();
+                      auto& e = o->stack.engine;
+                      app.add_option("--model", o->stack.model,
+                                     "Model directory (Hugging Face layout) or, with --load-format dummy, a preset "
+                                     "(demo, e2b, e4b, 26b-a4b, 31b). Default: the built-in demo model, created on "
+                                     "first use");
+                      app.add_option("--load-format", o->stack.load_format,
+                                     "auto: read the checkpoint's weights; dummy: random weights of its shape (for "
+                                     "benchmarks without a download)")
+                          ->capture_default_str();
+                      app.add_option("--tokenizer", o->stack.tokenizer,
+                                     "Tokenizer directory or tokenizer.json (default: the model's; the demo tokenizer "
+                                     "when the model has none)");
+                      app.add_option("--backend", o->stack.backend, "cpu, cuda or cuda:N (default: cuda when a GPU is "
+                                     "visible, else cpu)");
+                      app.add_option("--host", o->http.host, "Address to listen on (127.0.0.1: this machine only)")
+                          ->capture_default_str();
+                      app.add_option("--port", o->http.port, "TCP port (0: any free port)")->capture_default_str();
+                      app.add_option("--api-key", o->http.api_key,
+                                     "Require 'Authorization: Bearer KEY' on every route but /health and /metrics");
+                      app.add_option("--served-model-name", o->stack.served_model_name,
+                                     "Model name clients use and responses carry (default: demo, the preset or the "
+                                     "directory name)");
+                      app.add_option("--max-model-len", e.max_model_len,
+                                     "Longest prompt + output in tokens (0: the model's max_position_embeddings); "
+                                     "longer prompts are refused, never truncated")
+                          ->capture_default_str();
+                      app.add_option("--max-num-seqs", e.max_num_seqs, "Requests running at once")->capture_default_str();
+                      app.add_option("--max-num-batched-tokens", e.max_num_batched_tokens,
+                                     "Token budget of one engine step (decode tokens + prefill chunks)")
+                          ->capture_default_str();
+                      app.add_option("--gpu-memory-utilization", e.gpu_memory_utilization,
+                                     "cuda: fraction of the GPU's memory the engine may use (weights, activations, KV)")
+                          ->capture_default_str();
+                      app.add_option("--kv-cache-memory-gib", o->kv_cache_gib,
+                                     "KV cache size in GiB for both pools (0: cuda derives it from "
+                                     "--gpu-memory-utilization, cpu uses 1 GiB)");
+                      app.add_option("--swa-full-tokens-ratio", e.swa_full_tokens_ratio,
+                                     "Sliding-window pool tokens per full-attention pool token (0: derived from the "
+                                     "model and window)")
+                          ->capture_default_str();
+                      app.add_option("--page-size", e.page_size, "Tokens per KV cache page")->capture_default_str();
+                      app.add_flag("--no-enable-prefix-caching", o->no_prefix_caching,
+                                   "Turn off reuse of KV pages of prompts seen before");
+                      app.add_option("--max-queue", e.max_queue,
+                                     "Requests allowed to wait for a slot; more get HTTP 429")
+                          ->capture_default_str();
+                      app.add_flag("--debug-page-checks", e.debug_page_checks,
+                                   "Bounds-check every KV page index before each step (clear error instead of a "
+                                   "bad memory access)");
+                      app.add_option("--seed", e.seed, "Base seed for requests without one (0: random)")
+                          ->capture_default_str();
+                      app.add_option("--max-body-bytes", o->http.max_body_bytes, "Largest request body; larger get 413")
+                          ->capture_default_str();
+                      app.add_option("--http-threads", o->http.http_threads,
+                                     "Connections served at once (each open stream holds one)")
+                          ->capture_default_str();
+                      return [o] { return serve(*o); };
+                    });
+
+}  // namespace
+}  // namespace gs::cli

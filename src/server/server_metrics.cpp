@@ -1,0 +1,93 @@
+#include "server/server_metrics.h"
+
+#include <fmt/format.h>
+
+namespace gs::server {
+
+namespace {
+
+void metric(std::string& out, const char* name, const char* type, const char* help) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
+}  // namespace
+
+ServerMetrics::ServerMetrics()
+    : ttft_({0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10, 20, 40, 80}),
+      itl_({0.0005, 0.001, 0.0025, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4,
+            0.5, 0.75, 1, 2.5}) {
+  for (const char* r : {"stop", "length", "tool_calls", "abort", "error"}) finished_by_reason_[r] = 0;
+}
+
+void ServerMetrics::on_first_token(double seconds) { ttft_.observe(seconds); }
+
+void ServerMetrics::on_inter_token(double seconds, int tokens) {
+  // Tokens that arrive together (one engine step emitting several) share the gap evenly.
+  if (tokens > 0) itl_.observe(seconds / tokens, tokens);
+}
+
+void ServerMetrics::on_choice_finished(const std::string& reason) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++finished_by_reason_[reason];
+}
+
+void ServerMetrics::on_request_finished(const api::Usage& usage) {
+  ++requests_finished_;
+  cached_prompt_tokens_ += static_cast<uint64_t>(usage.cached_tokens);
+}
+
+void ServerMetrics::on_http_error(int status) {
+  std::lock_guard<std::mutex> lock(mu_);
+  ++http_errors_[status];
+}
+
+std::string ServerMetrics::render(const EngineStats& s) const {
+  std::string out;
+  metric(out, "gemmaserve_requests_running", "gauge", "Requests in the engine's running batch.");
+  out += fmt::format("gemmaserve_requests_running {}\n", s.running);
+  metric(out, "gemmaserve_requests_waiting", "gauge", "Requests queued in the engine, not yet running.");
+  out += fmt::format("gemmaserve_requests_waiting {}\n", s.waiting);
+
+  const char* pools[kNumKvGroups] = {"sliding", "full"};
+  metric(out, "gemmaserve_kv_pages_used", "gauge", "KV cache pages held by requests or the prefix cache, per pool.");
+  for (int g = 0; g < kNumKvGroups; ++g) out += fmt::format("gemmaserve_kv_pages_used{{pool=\"{}\"}} {}\n", pools[g], s.pages_used[g]);
+  metric(out, "gemmaserve_kv_pages_total", "gauge", "KV cache pages in each pool.");
+  for (int g = 0; g < kNumKvGroups; ++g) out += fmt::format("gemmaserve_kv_pages_total{{pool=\"{}\"}} {}\n", pools[g], s.pages_total[g]);
+  metric(out, "gemmaserve_kv_page_size_tokens", "gauge", "Tokens per KV page.");
+  out += fmt::format("gemmaserve_kv_page_size_tokens {}\n", s.page_size);
+
+  metric(out, "gemmaserve_prefix_cache_queries_total", "counter", "Prompt tokens looked up in the prefix cache.");
+  out += fmt::format("gemmaserve_prefix_cache_queries_total {}\n", s.prefix_queries);
+  metric(out, "gemmaserve_prefix_cache_hits_total", "counter", "Prompt tokens served from the prefix cache.");
+  out += fmt::format("gemmaserve_prefix_cache_hits_total {}\n", s.prefix_hits);
+  metric(out, "gemmaserve_prefix_cache_hit_rate", "gauge", "Prefix cache hits over queries since start (0 before any query).");
+  out += fmt::format("gemmaserve_prefix_cache_hit_rate {}\n",
+                     prom_number(s.prefix_queries ? static_cast<double>(s.prefix_hits) / s.prefix_queries : 0.0));
+
+  metric(out, "gemmaserve_prompt_tokens_total", "counter", "Prompt tokens processed (prefilled or served from cache).");
+  out += fmt::format("gemmaserve_prompt_tokens_total {}\n", s.prompt_tokens);
+  metric(out, "gemmaserve_generation_tokens_total", "counter", "Tokens generated.");
+  out += fmt::format("gemmaserve_generation_tokens_total {}\n", s.generation_tokens);
+  metric(out, "gemmaserve_preemptions_total", "counter", "Requests preempted (to be recomputed) for lack of KV pages.");
+  out += fmt::format("gemmaserve_preemptions_total {}\n", s.preemptions);
+  metric(out, "gemmaserve_engine_steps_total", "counter", "Engine steps run.");
+  out += fmt::format("gemmaserve_engine_steps_total {}\n", s.steps);
+
+  ttft_.render(out, "gemmaserve_time_to_first_token_seconds", "Time from request arrival to its first token.");
+  itl_.render(out, "gemmaserve_inter_token_latency_seconds", "Time between consecutive tokens of a request.");
+
+  std::lock_guard<std::mutex> lock(mu_);
+  metric(out, "gemmaserve_request_success_total", "counter", "Choices finished, by finish reason.");
+  for (const auto& [reason, n] : finished_by_reason_) {
+    out += fmt::format("gemmaserve_request_success_total{{finished_reason=\"{}\"}} {}\n", reason, n);
+  }
+  metric(out, "gemmaserve_requests_finished_total", "counter", "API requests that ran to the end (all choices).");
+  out += fmt::format("gemmaserve_requests_finished_total {}\n", requests_finished_.load());
+  metric(out, "gemmaserve_cached_prompt_tokens_total", "counter", "Prompt tokens reported to clients as cached.");
+  out += fmt::format("gemmaserve_cached_prompt_tokens_total {}\n", cached_prompt_tokens_.load());
+  metric(out, "gemmaserve_http_errors_total", "counter", "HTTP requests answered with an error, by status.");
+  for (const auto& [status, n] : http_errors_) out += fmt::format("gemmaserve_http_errors_total{{status=\"{}\"}} {}\n", status, n);
+  return out;
+}
+
+}  // namespace gs::server

@@ -1,0 +1,47 @@
+// Everything between a --model argument and a running engine, shared by `gemmaserve serve` and
+// `gemmaserve run`: the backend, the model (a checkpoint directory, the built-in demo, or a preset
+// with dummy weights), the engine, the tokenizer, chat template and generation defaults.
+#pragma once
+#include <memory>
+#include <string>
+
+#include "api/engine_client.h"
+#include "api/serving_model.h"
+#include "engine/engine.h"
+#include "model/gemma4_model.h"
+#include "ops/backend.h"
+
+namespace gs::server {
+
+struct StackOptions {
+  std::string model;              // directory or preset; empty: the built-in demo model
+  std::string load_format = "auto";  // auto: read the checkpoint; dummy: random weights of its shape
+  std::string tokenizer;          // directory or tokenizer.json; empty: the model's own, else the demo's
+  std::string backend;            // cpu | cuda | cuda:N; empty: cuda when available, else cpu
+  std::string served_model_name;  // empty: "demo", the preset name or the directory's name
+  EngineOptions engine;
+};
+
+class ServingStack {
+ public:
+  // Loads and starts the engine; logs what it loaded. Throws gs::Error with what went wrong.
+  static std::unique_ptr<ServingStack> load(const StackOptions& opts);
+  ~ServingStack();  // stops the engine
+
+  Engine& engine() { return *engine_; }
+  api::EngineClient& client() { return *client_; }
+  std::shared_ptr<const api::ServingModel> serving_model() const { return serving_; }
+  const std::string& backend_name() const { return backend_name_; }
+
+ private:
+  ServingStack() = default;
+  // Declaration order is teardown order reversed: the engine goes before the model and backend.
+  std::unique_ptr<Backend> backend_;
+  std::shared_ptr<Gemma4Model> model_;
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<api::EngineClient> client_;
+  std::shared_ptr<api::ServingModel> serving_;
+  std::string backend_name_;
+};
+
+}  // namespace gs::server

@@ -1,0 +1,76 @@
+# Helpers for e2e scripts (sourced, not run by ctest): start `gemmaserve serve` on the demo model
+# on a free loopback port and wait until it answers. Scripts must `trap gs_cleanup EXIT` (plus their
+# own cleanup) before starting, so the server never outlives the test.
+#   gs_start_server BINARY LOGFILE [serve options...]   -> sets GS_PID, GS_PORT, GS_BASE_URL
+#   gs_stop_server                                       -> SIGTERM, waits, returns its exit code
+
+gs_start_server() {
+  local bin="$1" log="$2"
+  shift 2
+  # --port 0: the kernel picks a free port; the server logs the one it got.
+  "$bin" serve --host 127.0.0.1 --port 0 "$@" >"$log" 2>&1 &
+  GS_PID=$!
+  local deadline=$((SECONDS + 300))  # first use builds the demo checkpoint
+  GS_PORT=""
+  while [ -z "$GS_PORT" ]; do
+    if ! kill -0 "$GS_PID" 2>/dev/null; then
+      echo "gemmaserve serve exited during start-up:" >&2
+      cat "$log" >&2
+      return 1
+    fi
+    if [ $SECONDS -ge $deadline ]; then
+      echo "gemmaserve serve did not start within 300 s:" >&2
+      cat "$log" >&2
+      return 1
+    fi
+    GS_PORT="$(grep -o 'on http://127\.0\.0\.1:[0-9]*' "$log" | head -1 | sed 's/.*://')" || true
+    [ -n "$GS_PORT" ] || sleep 0.2
+  done
+  GS_BASE_URL="http://127.0.0.1:$GS_PORT"
+  export GS_BASE_URL
+  until curl -sf --max-time 2 "$GS_BASE_URL/health" >/dev/null; do
+    if [ $SECONDS -ge $deadline ] || ! kill -0 "$GS_PID" 2>/dev/null; then
+      echo "gemmaserve serve never answered /health:" >&2
+      cat "$log" >&2
+      return 1
+    fi
+    sleep 0.2
+  done
+  echo "server up at $GS_BASE_URL (pid $GS_PID)"
+}
+
+gs_stop_server() {
+  [ -n "${GS_PID:-}" ] || return 0
+  kill -TERM "$GS_PID" 2>/dev/null || true
+  local rc=0
+  # Bounded: a server that ignores SIGTERM for 30 s is killed and the test fails.
+  for _ in $(seq 300); do
+    kill -0 "$GS_PID" 2>/dev/null || break
+    sleep 0.1
+  done
+  if kill -0 "$GS_PID" 2>/dev/null; then
+    echo "gemmaserve did not exit within 30 s of SIGTERM" >&2
+    kill -KILL "$GS_PID" 2>/dev/null || true
+    wait "$GS_PID" 2>/dev/null || true
+    GS_PID=""
+    return 1
+  fi
+  wait "$GS_PID" || rc=$?
+  GS_PID=""
+  return $rc
+}
+
+gs_cleanup() {
+  if [ -n "${GS_PID:-}" ]; then
+    kill -KILL "$GS_PID" 2>/dev/null || true
+    wait "$GS_PID" 2>/dev/null || true
+  fi
+}
+
+gs_require_node() {
+  local src="$1"
+  if ! command -v node >/dev/null || [ ! -d "$src/tests/node/node_modules/openai" ]; then
+    echo "node and tests/node/node_modules/openai are needed: run 'npm ci' in tests/node (scripts/test.sh does)" >&2
+    return 1
+  fi
+}

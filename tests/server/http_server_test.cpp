@@ -1,0 +1,245 @@
+// The HTTP server in-process on a loopback port, over an engine stand-in that emits tokens in
+// time: routes, authentication, limits, error shapes, SSE framing, disconnects and shutdown.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <regex>
+#include <thread>
+
+#include "api/fake_tokenizer.h"
+#include "server/http_server.h"
+#include "server/ticking_engine.h"
+
+namespace gs::server {
+namespace {
+
+using nlohmann::json;
+using namespace std::chrono_literals;
+
+const char* kTemplate =
+    "{{ bos_token }}{% for m in messages %}<|turn>{{ m.role }}\n{{ m.content }}<turn|>\n{% endfor %}<|turn>model\n";
+
+class HttpServerTest : public ::testing::Test {
+ protected:
+  void start(ServerOptions opts = {}, std::chrono::milliseconds tick = 2ms) {
+    engine = std::make_unique<gs::testing::TickingEngine>(tick);
+    auto tok = std::make_shared<gs::testing::FakeTokenizer>();
+    GenerationConfig gen;
+    gen.eos_token_ids = {1};
+    auto model = std::make_shared<api::ServingModel>("demo", tok, std::make_shared<ChatTemplate>(kTemplate), gen);
+    service = std::make_unique<api::OpenAIService>(*engine, model, &metrics);
+    opts.host = "127.0.0.1";
+    opts.port = 0;
+    server = std::make_unique<HttpServer>(*service, metrics, opts);
+    port = server->bind();
+    thread = std::thread([this] { server->run(); });
+    client = std::make_unique<httplib::Client>("127.0.0.1", port);
+    client->set_read_timeout(10, 0);
+  }
+  void TearDown() override {
+    if (server) server->stop();
+    if (thread.joinable()) thread.join();
+    if (engine) engine->stop();
+  }
+  // Waits (bounded) until pred() holds.
+  template <class F>
+  bool eventually(F pred, std::chrono::milliseconds limit = 5000ms) {
+    auto end = std::chrono::steady_clock::now() + limit;
+    while (std::chrono::steady_clock::now() < end) {
+      if (pred()) return true;
+      std::this_thread::sleep_for(5ms);
+    }
+    return pred();
+  }
+  static void expect_error_shape(const httplib::Result& r, int status) {
+    ASSERT_TRUE(r) << "no response";
+    EXPECT_EQ(r->status, status) << r->body;
+    json j = json::parse(r->body, nullptr, false);
+    ASSERT_TRUE(j.is_object()) << r->body;
+    ASSERT_TRUE(j.contains("error")) << r->body;
+    EXPECT_TRUE(j["error"]["message"].is_string());
+    EXPECT_TRUE(j["error"]["type"].is_string());
+    EXPECT_TRUE(j["error"].contains("param"));
+    EXPECT_TRUE(j["error"].contains("code"));
+  }
+
+  ServerMetrics metrics;
+  std::unique_ptr<gs::testing::TickingEngine> engine;
+  std::unique_ptr<api::OpenAIService> service;
+  std::unique_ptr<HttpServer> server;
+  std::unique_ptr<httplib::Client> client;
+  std::thread thread;
+  int port = 0;
+};
+
+TEST_F(HttpServerTest, HealthModelsAndCompletion) {
+  start();
+  auto h = client->Get("/health");
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+  auto m = client->Get("/v1/models");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(json::parse(m->body)["data"][0]["id"], "demo");
+  auto r = client->Post("/v1/completions", R"({"prompt":"Hi","max_tokens":5})", "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = json::parse(r->body);
+  EXPECT_EQ(j["choices"][0]["text"], "HHHHH");  // token 50 of the fake vocabulary is "H"
+  EXPECT_EQ(j["choices"][0]["finish_reason"], "length");
+  EXPECT_EQ(j["usage"]["completion_tokens"], 5);
+}
+
+TEST_F(HttpServerTest, StreamingIsServerSentEvents) {
+  start();
+  auto r = client->Post("/v1/chat/completions",
+                        R"({"messages":[{"role":"user","content":"Hi"}],"max_tokens":4,"stream":true,
+                            "stream_options":{"include_usage":true}})",
+                        "application/json");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  EXPECT_NE(r->get_header_value("Content-Type").find("text/event-stream"), std::string::npos);
+  const std::string& b = r->body;
+  ASSERT_GE(b.size(), 14u);
+  EXPECT_EQ(b.substr(b.size() - 14), "data: [DONE]\n\n");
+  std::string content;
+  int events = 0;
+  json last;
+  for (size_t pos = 0; pos < b.size();) {
+    size_t end = b.find("\n\n", pos);
+    ASSERT_NE(end, std::string::npos);
+    std::string ev = b.substr(pos, end - pos);
+    pos = end + 2;
+    if (ev[0] == ':') continue;  // keep-alive comment
+    ASSERT_EQ(ev.rfind("data: ", 0), 0u) << ev;
+    if (ev == "data: [DONE]") break;
+    last = json::parse(ev.substr(6));
+    ++events;
+    if (!last["choices"].empty() && last["choices"][0]["delta"].contains("content")) {
+      content += last["choices"][0]["delta"]["content"].get<std::string>();
+    }
+  }
+  EXPECT_EQ(content, "HHHH");
+  EXPECT_EQ(last["usage"]["completion_tokens"], 4);
+  EXPECT_GE(events, 3);
+}
+
+TEST_F(HttpServerTest, ErrorsHaveTheOpenAIShape) {
+  ServerOptions o;
+  o.max_body_bytes = 1000;
+  start(o);
+  expect_error_shape(client->Post("/v1/completions", "{not json", "application/json"), 400);
+  expect_error_shape(client->Post("/v1/completions", R"({"prompt":"x","temperature":"hot"})", "application/json"), 400);
+  expect_error_shape(client->Post("/v1/chat/completions", R"({"messages":[{"role":"robot","content":"x"}]})",
+                                  "application/json"), 400);
+  expect_error_shape(client->Post("/v1/completions", R"({"model":"other","prompt":"x"})", "application/json"), 404);
+  expect_error_shape(client->Get("/v1/nothing"), 404);
+  std::string big = json{{"prompt", std::string(5000, 'a')}}.dump();
+  expect_error_shape(client->Post("/v1/completions", big, "application/json"), 413);
+  // The server is still fine afterwards.
+  auto r = client->Post("/v1/completions", R"({"prompt":"x","max_tokens":1})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+}
+
+TEST_F(HttpServerTest, ApiKey) {
+  ServerOptions o;
+  o.api_key = "sekret";
+  start(o);
+  expect_error_shape(client->Get("/v1/models"), 401);
+  httplib::Headers wrong = {{"Authorization", "Bearer nope"}};
+  expect_error_shape(client->Get("/v1/models", wrong), 401);
+  httplib::Headers right = {{"Authorization", "Bearer sekret"}};
+  auto r = client->Get("/v1/models", right);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  auto h = client->Get("/health");  // public
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->status, 200);
+}
+
+TEST_F(HttpServerTest, QueueFullIs429) {
+  start();
+  engine->queue_limit = 0;
+  expect_error_shape(client->Post("/v1/completions", R"({"prompt":"x","max_tokens":3})", "application/json"), 429);
+  expect_error_shape(client->Post("/v1/completions", R"({"prompt":"x","max_tokens":3,"stream":true})", "application/json"),
+                     429);
+}
+
+// Sends a streaming request on a raw socket, reads a little of the answer and closes.
+void stream_and_hang_up(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  std::string body = R"({"prompt":"x","max_tokens":100000,"stream":true})";
+  std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                    std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+  char buf[512];
+  ASSERT_GT(read(fd, buf, sizeof buf), 0);
+  close(fd);
+}
+
+TEST_F(HttpServerTest, ClientDisconnectAbortsTheRequest) {
+  start();
+  for (int i = 0; i < 3; ++i) stream_and_hang_up(port);
+  EXPECT_TRUE(eventually([&] { return engine->active() == 0; })) << engine->active() << " requests still running";
+  EXPECT_EQ(engine->aborted(), 3);
+  auto m = client->Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find("gemmaserve_request_success_total{finished_reason=\"abort\"} 3"), std::string::npos) << m->body;
+}
+
+TEST_F(HttpServerTest, MetricsAreValidPrometheusText) {
+  start();
+  client->Post("/v1/completions", R"({"prompt":"x","max_tokens":3})", "application/json");
+  client->Post("/v1/completions", R"({"prompt":"x","temperature":7})", "application/json");
+  auto m = client->Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->get_header_value("Content-Type").find("text/plain"), std::string::npos);
+  std::regex sample(R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{[a-zA-Z_]+="[^"]*"(,[a-zA-Z_]+="[^"]*")*\})? (-?[0-9.eE+-]+|NaN|\+Inf)$)");
+  std::regex comment(R"(^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .+$)");
+  std::istringstream in(m->body);
+  std::string line;
+  int samples = 0;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    EXPECT_TRUE(std::regex_match(line, line[0] == '#' ? comment : sample)) << "bad line: " << line;
+    ++samples;
+  }
+  EXPECT_GT(samples, 40);
+  for (const char* name : {"gemmaserve_requests_running ", "gemmaserve_kv_pages_used{pool=\"full\"} ",
+                           "gemmaserve_time_to_first_token_seconds_count 1", "gemmaserve_inter_token_latency_seconds_count 2",
+                           "gemmaserve_request_success_total{finished_reason=\"length\"} 1",
+                           "gemmaserve_http_errors_total{status=\"400\"} 1", "gemmaserve_prefix_cache_hit_rate "}) {
+    EXPECT_NE(m->body.find(name), std::string::npos) << name;
+  }
+}
+
+TEST_F(HttpServerTest, ShutdownEndsOpenStreams) {
+  start();
+  std::thread t([&] {
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(20, 0);
+    c.Post("/v1/completions", R"({"prompt":"x","max_tokens":100000,"stream":true})", "application/json");
+  });
+  ASSERT_TRUE(eventually([&] { return engine->active() == 1; }));
+  server->begin_shutdown();
+  EXPECT_TRUE(eventually([&] { return engine->active() == 0; }));
+  auto r = client->Get("/v1/models");
+  if (r) EXPECT_EQ(r->status, 503);
+  server->stop();
+  t.join();
+  thread.join();
+}
+
+}  // namespace
+}  // namespace gs::server
