@@ -219,6 +219,7 @@ void Engine::Impl::loop() {
     } catch (const std::exception& e) {
       // A failed step fails the requests it touched; the engine keeps serving the others.
       log::error("engine step failed: {}", e.what());
+      runner->reset();
       std::vector<Sequence*> victims(sched->running().begin(), sched->running().end());
       for (Sequence* s : victims) finish(s, FinishReason::Error, e.what());
     }

@@ -95,6 +95,12 @@ void ModelRunner::launch(const std::vector<RunnerSeq>& seqs) {
   launched_ = true;
 }
 
+void ModelRunner::reset() {
+  be_.synchronize();
+  launched_ = false;
+  seqs_.clear();
+}
+
 namespace {
 // log_softmax of one row on the host: the prompt-logprob path (completions `echo`), rare enough
 // that copying its rows back is cheaper than another device op.

@@ -51,6 +51,8 @@ class ModelRunner {
 
   void launch(const std::vector<RunnerSeq>& seqs);
   std::vector<RunnerOutput> collect();
+  // After a failed step: waits for whatever was enqueued and forgets the step.
+  void reset();
 
  private:
   Gemma4Model& model_;
