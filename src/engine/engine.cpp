@@ -112,6 +112,10 @@ Engine::SubmitResult Engine::submit(GenerationRequest req) {
     return reject(400, fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens "
                                    "({} in the prompt, {} for the completion). Please reduce the prompt or max_tokens.",
                                    limit, req.prompt.size() + size_t(sp.max_tokens), req.prompt.size(), sp.max_tokens));
+  if (!(sp.temperature >= 0)) return reject(400, fmt::format("temperature must be >= 0, got {}", sp.temperature));
+  if (!(sp.top_p > 0 && sp.top_p <= 1)) return reject(400, fmt::format("top_p must be in (0, 1], got {}", sp.top_p));
+  if (!(sp.min_p >= 0 && sp.min_p <= 1)) return reject(400, fmt::format("min_p must be in [0, 1], got {}", sp.min_p));
+  if (sp.top_k < 0) return reject(400, fmt::format("top_k must be >= 0 (0: off), got {}", sp.top_k));
   if (sp.logprobs > ModelRunner::kMaxTopLogprobs)
     return reject(400, fmt::format("logprobs must be at most {}, got {}", ModelRunner::kMaxTopLogprobs, sp.logprobs));
   if (!req.mm_block.empty() && req.mm_block.size() != req.prompt.size())

@@ -66,7 +66,8 @@ class Engine {
     std::string error;
   };
   // Rejects (without touching the output channel): empty prompt, prompt + max_tokens over
-  // max_model_len, a token id outside the vocabulary, a duplicate id, a full queue.
+  // max_model_len, a token id outside the vocabulary, sampling values out of range, logprobs over
+  // 20, an image larger than one step, a duplicate id, a full queue (429), a stopped engine (503).
   SubmitResult submit(GenerationRequest req);
   // Unknown or finished ids are ignored. The request's pages are freed at the next engine step and
   // its channel receives a final FinishReason::Abort output.

@@ -214,6 +214,12 @@ TEST(Engine, RejectsBadRequestsAndAFullQueue) {
   EXPECT_EQ(too_long.http_status, 400);
   EXPECT_NE(too_long.error.find("256"), std::string::npos) << too_long.error;
   EXPECT_EQ(engine.submit(request("v", {5, 9999}, 4)).http_status, 400);
+  auto bad_p = request("p", {5}, 4);
+  bad_p.sampling.top_p = 0;
+  EXPECT_EQ(engine.submit(bad_p).http_status, 400);
+  auto bad_lp = request("lp", {5}, 4);
+  bad_lp.sampling.logprobs = 21;
+  EXPECT_EQ(engine.submit(bad_lp).http_status, 400);
   auto q1 = request("q1", {5, 6}, 4), q2 = request("q2", {5, 6}, 4);
   EXPECT_TRUE(engine.submit(q1).ok);
   EXPECT_EQ(engine.submit(request("q1", {5}, 4)).http_status, 400);  // duplicate id
