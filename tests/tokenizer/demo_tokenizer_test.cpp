@@ -3,12 +3,27 @@
 // same way gemmaserve does.
 #include <gtest/gtest.h>
 
+#include "tokenizer/bpe_trainer.h"
 #include "tokenizer/demo_tokenizer.h"
 #include "tokenizer/tokenizer.h"
 #include "tokenizer_test_util.h"
 
 namespace gs {
 namespace {
+
+TEST(BpeTrainer, MergesMostFrequentPairFirstAndBreaksTiesByText) {
+  // Pairs: (a,b) x5, (b,c) x3 -> "ab"; then (ab,c) x2 beats (b,c) x1; then (x,y) and (y,z) tie
+  // at 1 and (x,y) sorts first.
+  const auto r = train_bpe({{"ab", 3}, {"abc", 2}, {"bc", 1}, {"xyz", 1}}, 10, 1);
+  ASSERT_GE(r.merges.size(), 4u);
+  EXPECT_EQ(r.merges[0], std::make_pair(std::string("a"), std::string("b")));
+  EXPECT_EQ(r.merges[1], std::make_pair(std::string("ab"), std::string("c")));
+  EXPECT_EQ(r.new_tokens[1], "abc");
+  EXPECT_EQ(r.merges[2], std::make_pair(std::string("b"), std::string("c")));
+  EXPECT_EQ(r.merges[3], std::make_pair(std::string("x"), std::string("y")));
+  // min_count stops at pairs seen fewer times.
+  EXPECT_EQ(train_bpe({{"ab", 3}, {"abc", 2}, {"bc", 1}, {"xyz", 1}}, 10, 2).merges.size(), 2u);
+}
 
 TEST(DemoTokenizer, SameBytesEveryTime) {
   testing::TempDir a, b;
