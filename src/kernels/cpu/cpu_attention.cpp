@@ -124,6 +124,8 @@ void attention(ThreadPool& pool, const Tensor& q, const AttentionBatch& batch, K
   const std::vector<int>& table = batch.h_page_table[int(group)];
   const int max_pages = batch.max_pages[int(group)];
   const int W = p.sliding_window;
+  GS_CHECK(table.size() == size_t(S) * size_t(max_pages), "cpu attention: page table has {} entries for {} × {}",
+           table.size(), S, max_pages);
   const bool overlay = p.mm_bidirectional && int(batch.h_mm_block.size()) == T;
 
   // Visible key range of each row: [lo, hi] by the causal/sliding rule, widened to the row's vision
@@ -200,7 +202,7 @@ void attention(ThreadPool& pool, const Tensor& q, const AttentionBatch& batch, K
       }
       for (int j = first; j <= last; ++j) {
         const float pj = float(score[j - first] / sum);
-        if (pj == 0.f) continue;
+        if (pj == 0.f) continue;  // masked keys (which may lie on freed pages) are never read
         const int page = table[size_t(s) * max_pages + j / kv.page_size];
         const float* v = kv.v.ptr<const float>() + kv_offset(kv, cache_layer, int64_t(page) * kv.page_size + j % kv.page_size, kvh);
         for (int e = 0; e < d; ++e) acc[size_t(e)] += double(pj) * v[e];

@@ -1,0 +1,69 @@
+// `gemmaserve logits` end to end on a golden fixture: .npy in, .npy out, every mode, and a clear
+// error for bad input. Needs the gemmaserve binary (built with the full project).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "core/npy.h"
+#include "golden.h"
+
+namespace gs::test {
+namespace {
+
+struct CliResult {
+  int status;
+  std::string output;
+};
+
+CliResult run_cli(const std::string& args) {
+  const std::string log = testing::TempDir() + "/gs_cli_logits.log";
+  const std::string cmd = std::string(GS_BINARY) + " " + args + " > " + log + " 2>&1";
+  const int rc = std::system(cmd.c_str());
+  std::ifstream f(log);
+  std::string out((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
+}
+
+class CliLogits : public testing::Test {
+ protected:
+  void SetUp() override {
+    if (!std::filesystem::exists(GS_BINARY)) GTEST_SKIP() << "gemmaserve binary not built: " << GS_BINARY;
+  }
+};
+
+TEST_F(CliLogits, EveryModeMatchesTheReference) {
+  const std::string combo = "e2b_like";
+  const Golden g = load_golden(combo);
+  const std::string out = testing::TempDir() + "/gs_cli_logits.npy";
+  for (const std::string mode : {"prefill", "decode", "chunked --chunk 7"}) {
+    std::filesystem::remove(out);
+    CliResult r = run_cli("logits --model " + golden_dir(combo) + " --tokens " + golden_dir(combo) +
+                    "/tokens.npy --out " + out + " --backend cpu --mode " + mode);
+    ASSERT_EQ(r.status, 0) << mode << ":\n" << r.output;
+    NpyArray a = read_npy(out);
+    ASSERT_EQ(a.dtype, DType::F32);
+    ASSERT_EQ(a.shape, (std::vector<int64_t>{int64_t(g.tokens.size()), g.vocab}));
+    float worst = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, std::fabs(a.as<float>()[i] - g.logits[size_t(i)]));
+    EXPECT_LE(worst, 2e-3f) << mode;
+  }
+}
+
+TEST_F(CliLogits, BadInputIsAClearError) {
+  const std::string bad = testing::TempDir() + "/gs_cli_bad_ids.npy";
+  const int32_t ids[] = {2, 100000};
+  write_npy(bad, DType::I32, {2}, ids);
+  CliResult r = run_cli("logits --model " + golden_dir("dense") + " --tokens " + bad + " --out " + testing::TempDir() +
+                  "/gs_unused.npy");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("100000"), std::string::npos) << r.output;
+  r = run_cli("logits --model " + golden_dir("dense") + " --tokens " + bad + " --out x.npy --mode chunked");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("--chunk"), std::string::npos) << r.output;
+}
+
+}  // namespace
+}  // namespace gs::test
