@@ -30,7 +30,8 @@ if [ "${GS_TEST_QUICK:-0}" != "1" ]; then
     ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" --timeout 1800 -LE "slow|gpu"
 
   echo "== fuzz =="
-  GS_BUILD_DIR="$root/build-fuzz" CC=clang CXX=clang++ "$root/scripts/build.sh" \
-    -DGEMMASERVE_CUDA=OFF -DGEMMASERVE_TESTS=OFF -DGEMMASERVE_FUZZ=ON
+  CC=clang CXX=clang++ cmake -S "$root" -B "$root/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+    -DGEMMASERVE_CUDA=OFF -DGEMMASERVE_TESTS=OFF -DGEMMASERVE_FUZZ=ON >/dev/null
+  cmake --build "$root/build-fuzz" --target fuzz_all -j "$jobs"
   "$root/fuzz/run-all.sh" "$root/build-fuzz" "${GS_FUZZ_SECONDS:-20}"
 fi
