@@ -32,7 +32,8 @@ BpeTokenizer::BpeTokenizer(TokenizerParts parts) : p_(std::move(parts)) {
   }
   raw_matcher_ = AddedTokenMatcher(raw, raw_patterns);
   normalized_matcher_ = AddedTokenMatcher(norm, norm_patterns);
-  GS_CHECK(p_.bos_id < vocab_size_ && p_.eos_id < vocab_size_, "{}: BOS/EOS id outside the vocabulary", p_.source);
+  GS_CHECK(p_.bos_id >= -1 && p_.bos_id < vocab_size_ && p_.eos_id >= -1 && p_.eos_id < vocab_size_,
+           "{}: BOS id {} or EOS id {} is outside the vocabulary", p_.source, p_.bos_id, p_.eos_id);
 }
 
 std::vector<int> BpeTokenizer::encode(std::string_view text, bool add_bos) const {

@@ -107,7 +107,9 @@ int post_processor_bos(const nlohmann::json& root, const std::string& source) {
   GS_CHECK(specials.contains(name), "{}: special_tokens has no entry '{}'", where, name);
   const auto& ids = json_array(specials[name], "ids", where + ".special_tokens." + name);
   GS_CHECK(ids.size() == 1 && ids[0].is_number_integer(), "{}: special token '{}' must have exactly one id", where, name);
-  return ids[0].get<int>();
+  const long long id = ids[0].get<long long>();
+  GS_CHECK(id >= 0 && id <= kMaxTokenId, "{}: special token '{}' has id {}, not a token id", where, name, id);
+  return static_cast<int>(id);
 }
 
 // tokenizer_config.json names tokens either as strings or as {"content": ...} objects.

@@ -140,6 +140,14 @@ TEST_F(BadTokenizerJson, UnsupportedPipelineKinds) {
   EXPECT_NE(load_error(j).find("post_processor: type 'RobertaProcessing'"), std::string::npos);
 }
 
+TEST_F(BadTokenizerJson, PostProcessorBosOutsideVocabulary) {
+  json j = good_;
+  j["post_processor"]["special_tokens"]["<bos>"]["ids"] = json::array({-7});
+  EXPECT_NE(load_error(j).find("special token '<bos>' has id -7"), std::string::npos);
+  j["post_processor"]["special_tokens"]["<bos>"]["ids"] = json::array({999999});
+  EXPECT_NE(load_error(j).find("outside the vocabulary"), std::string::npos);
+}
+
 TEST_F(BadTokenizerJson, BadAddedTokens) {
   json j = good_;
   j["added_tokens"][0].erase("content");
