@@ -311,3 +311,33 @@ TEST(Engine, ConcurrentClientsWithRandomAbortsLeakNoPages) {
 
 }  // namespace
 }  // namespace gs
+
+namespace gs {
+namespace {
+
+// A long generation holds a bounded number of sliding pages (about W / P + 1) while its full pages
+// grow with the sequence.
+TEST(Engine, SlidingPagesStayBoundedWhileARequestRuns) {
+  TinyModel m = make_tiny_model(19, /*window=*/16);
+  std::mt19937 rng(std::random_device{}());
+  EngineOptions o = small_options();
+  o.enable_prefix_caching = false;  // cached pages would count as neither used nor free
+  Engine engine(m.model, o);
+  engine.start();
+  auto r = request("long", random_prompt(rng, 30), 150);
+  ASSERT_TRUE(engine.submit(r).ok);
+  int max_sliding = 0, max_full = 0;
+  while (true) {
+    auto out = r.output->pop(std::chrono::seconds(60));
+    ASSERT_TRUE(out.has_value());
+    EngineStats s = engine.stats();
+    max_sliding = std::max(max_sliding, s.pages_used[0]);
+    max_full = std::max(max_full, s.pages_used[1]);
+    if (out->finish != FinishReason::None) break;
+  }
+  EXPECT_LE(max_sliding, 16 / 4 + 2);
+  EXPECT_GE(max_full, 150 / 4);
+}
+
+}  // namespace
+}  // namespace gs
