@@ -100,6 +100,7 @@ CASES = [
     ("unpack_error", "{% set a, b = [1, 2, 3] %}", {}),
     ("namespace", "{% set ns = namespace(a=1, b='x') %}{% for i in range(3) %}{% set ns.a = ns.a + i %}{% endfor %}{{ ns.a }} {{ ns.b }} {{ ns.c is defined }} {{ ns }}", {}),
     ("namespace_from_dict", "{% set ns = namespace({'k': 1}, j=2) %}{{ ns.k }}{{ ns.j }}{{ ns['k'] }}", {}),
+    ("namespace_cycle", "{% set ns = namespace() %}{% set ns.me = ns %}{{ ns }}|{% set a = namespace(x=1) %}{% set b = namespace(a=a) %}{% set a.b = b %}{{ a }}", {}),
     ("set_attr_non_namespace", "{% set d = {} %}{% set d.x = 1 %}", {"d": {}}),
     ("with_block", "{% set x = 1 %}{% with x = 2, y = x + 1 %}{{ x }}{{ y }}{% endwith %}{{ x }}", {}),
     ("loop_var_not_leaking", "{% for q in [1] %}{% endfor %}[{{ q }}]", {}),

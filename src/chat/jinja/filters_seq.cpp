@@ -213,7 +213,7 @@ Value f_unique(Interpreter& in, const Value& v, CallArgs& args) {
   bool case_sensitive = a.has(0) && truthy(*a.get(0));
   std::vector<Value> seen, out;
   for (const Value& item : py_iterate(v)) {
-    in.step();
+    charge_work(static_cast<int64_t>(seen.size()) + 1);
     Value key = sort_key(in, item, a.get(1), case_sensitive);
     if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return py_equal(s, key); })) continue;
     seen.push_back(key);

@@ -25,7 +25,7 @@ void Frame::set(const std::string& name, Value v) {
   vars_.emplace_back(name, std::move(v));
 }
 
-Interpreter::Interpreter(RenderLimits limits) : limits_(limits) {}
+Interpreter::Interpreter(RenderLimits limits) : limits_(limits) { budget_.limit = limits.max_steps; }
 
 Interpreter::~Interpreter() {
   // Macros hold their defining scope, which holds the macros; namespaces may hold themselves.
@@ -41,18 +41,17 @@ Interpreter::Nest::Nest(Interpreter& i) : in(i) {
   }
 }
 
-void Interpreter::step() {
-  if (++steps_ > limits_.max_steps)
-    throw Error("template exceeded its evaluation budget of {} steps", limits_.max_steps);
-}
+void Interpreter::step() { charge_work(1); }
 
 void Interpreter::append(std::string& out, const std::string& s) {
   if (out.size() + s.size() > limits_.max_output_bytes)
     throw Error("template output exceeds {} bytes", limits_.max_output_bytes);
+  charge_work(static_cast<int64_t>(s.size() / 64));
   out += s;
 }
 
 std::string Interpreter::render(const Body& body, const std::vector<std::pair<std::string, Value>>& vars) {
+  ScopedWorkBudget budget(&budget_);
   auto globals = std::make_shared<Frame>();
   for (auto& [name, v] : builtin_globals(*this)) globals->set(name, v);
   for (const auto& [name, v] : vars) globals->set(name, v);
@@ -171,6 +170,7 @@ void Interpreter::exec_for(const ForStmt& s, const FramePtr& frame, std::string&
   }
   Value loop_value = Value::object(loop);
   for (size_t i = 0; i < loop->items.size(); ++i) {
+    step();
     auto scope = std::make_shared<Frame>(frame);
     loop->index = i;
     assign(*s.target, loop->items[i], scope);

@@ -83,7 +83,7 @@ class Interpreter {
   bool compare(CmpOp op, const Value& a, const Value& b);
 
   RenderLimits limits_;
-  int64_t steps_ = 0;
+  WorkBudget budget_;
   int nesting_ = 0;
   int line_ = 0;
   std::vector<std::shared_ptr<Object>> objects_;

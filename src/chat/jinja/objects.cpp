@@ -1,11 +1,22 @@
 #include "chat/jinja/objects.h"
 
+#include <algorithm>
+
 #include "chat/jinja/py_format.h"
 #include "core/error.h"
 
 namespace gs::jinja {
 
-std::string NamespaceObject::repr() const { return "<Namespace " + py_str(Value::dict(attrs)) + ">"; }
+// Like Python's reprlib guard on the attribute dict: a namespace inside itself prints {...}.
+std::string NamespaceObject::repr() const {
+  static thread_local std::vector<const NamespaceObject*> active;
+  if (std::find(active.begin(), active.end(), this) != active.end()) return "<Namespace {...}>";
+  active.push_back(this);
+  struct Pop {
+    ~Pop() { active.pop_back(); }
+  } pop;
+  return "<Namespace " + py_str(Value::dict(attrs)) + ">";
+}
 
 std::optional<Value> NamespaceObject::getattr(const std::string& name) {
   if (const Value* v = attrs.find(name)) return *v;

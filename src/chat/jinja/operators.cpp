@@ -198,8 +198,10 @@ bool contains(const Value& container, const Value& item) {
     case Value::Kind::String:
       if (!item.is_string())
         throw Error("'in <string>' requires string as left operand, not {}", type_name(item));
+      charge_work(static_cast<int64_t>(container.str().size() / 16));
       return container.str().find(item.str()) != std::string::npos;
     case Value::Kind::List:
+      charge_work(static_cast<int64_t>(container.list().items.size()));
       for (const auto& v : container.list().items)
         if (py_equal(v, item)) return true;
       return false;

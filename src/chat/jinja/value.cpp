@@ -7,6 +7,18 @@
 
 namespace gs::jinja {
 
+static thread_local WorkBudget* current_budget = nullptr;
+
+void charge_work(int64_t units) {
+  WorkBudget* b = current_budget;
+  if (!b) return;
+  b->used += units;
+  if (b->used > b->limit) throw Error("template exceeded its evaluation budget of {} steps", b->limit);
+}
+
+ScopedWorkBudget::ScopedWorkBudget(WorkBudget* b) : previous_(current_budget) { current_budget = b; }
+ScopedWorkBudget::~ScopedWorkBudget() { current_budget = previous_; }
+
 static int child_depth(const std::vector<Value>& items) {
   int d = 0;
   for (const auto& v : items) d = std::max(d, v.depth());
@@ -43,11 +55,13 @@ Value Value::number(double d) {
   return v;
 }
 Value Value::string(std::string s) {
+  charge_work(static_cast<int64_t>(s.size() / 64));
   Value v;
   v.v_ = std::make_shared<const std::string>(std::move(s));
   return v;
 }
 Value Value::list(std::vector<Value> items) {
+  charge_work(static_cast<int64_t>(items.size()));
   auto d = std::make_shared<ListData>();
   d->depth = child_depth(items);
   check_depth(d->depth);
@@ -57,6 +71,7 @@ Value Value::list(std::vector<Value> items) {
   return v;
 }
 Value Value::tuple(std::vector<Value> items) {
+  charge_work(static_cast<int64_t>(items.size()));
   auto d = std::make_shared<ListData>();
   d->depth = child_depth(items);
   check_depth(d->depth);
@@ -67,6 +82,7 @@ Value Value::tuple(std::vector<Value> items) {
   return v;
 }
 Value Value::dict(DictData data) {
+  charge_work(static_cast<int64_t>(data.items.size()));
   int depth = 0;
   for (const auto& [k, val] : data.items) depth = std::max({depth, k.depth(), val.depth()});
   check_depth(depth + 1);
@@ -75,6 +91,7 @@ Value Value::dict(DictData data) {
   return v;
 }
 Value Value::iterator(std::vector<Value> items, std::string type_name) {
+  charge_work(static_cast<int64_t>(items.size()));
   auto d = std::make_shared<IterData>();
   d->depth = child_depth(items);
   check_depth(d->depth);
@@ -129,6 +146,7 @@ const void* Value::identity() const {
 }
 
 const Value* DictData::find(const std::string& key) const {
+  charge_work(static_cast<int64_t>(items.size() / 8));
   for (const auto& kv : items)
     if (kv.first.is_string() && kv.first.str() == key) return &kv.second;
   return nullptr;
@@ -142,6 +160,7 @@ const Value* DictData::find(const Value& key) const {
 }
 
 void DictData::set(Value key, Value value) {
+  charge_work(static_cast<int64_t>(items.size() / 4));
   GS_CHECK(!key.is_list() || key.is_tuple(), "unhashable type: 'list'");
   GS_CHECK(!key.is_dict(), "unhashable type: 'dict'");
   for (auto& kv : items) {
@@ -208,6 +227,7 @@ bool py_equal(const Value& a, const Value& b) {
     case Value::Kind::String: return a.str() == b.str();
     case Value::Kind::List: {
       const auto &x = a.list(), &y = b.list();
+      charge_work(static_cast<int64_t>(std::min(x.items.size(), y.items.size())));
       if (x.is_tuple != y.is_tuple || x.items.size() != y.items.size()) return false;
       for (size_t i = 0; i < x.items.size(); ++i)
         if (!py_equal(x.items[i], y.items[i])) return false;
@@ -216,6 +236,7 @@ bool py_equal(const Value& a, const Value& b) {
     case Value::Kind::Dict: {
       const auto &x = a.dict(), &y = b.dict();
       if (x.items.size() != y.items.size()) return false;
+      charge_work(static_cast<int64_t>(x.items.size()));
       for (const auto& [k, v] : x.items) {
         const Value* other = y.find(k);
         if (!other || !py_equal(v, *other)) return false;
@@ -233,7 +254,10 @@ bool py_less(const Value& a, const Value& b) {
     if (!a.is_float() && !b.is_float()) return a.as_int() < b.as_int();
     return a.as_double() < b.as_double();
   }
-  if (a.is_string() && b.is_string()) return a.str() < b.str();  // UTF-8 keeps code point order
+  if (a.is_string() && b.is_string()) {
+    charge_work(static_cast<int64_t>(std::min(a.str().size(), b.str().size()) / 64));
+    return a.str() < b.str();
+  }  // UTF-8 keeps code point order
   if (a.is_list() && b.is_list() && a.is_tuple() == b.is_tuple()) {
     const auto &x = a.list().items, &y = b.list().items;
     for (size_t i = 0; i < x.size() && i < y.size(); ++i)
@@ -260,6 +284,9 @@ int64_t py_len(const Value& v) {
 }
 
 std::vector<Value> py_iterate(const Value& v) {
+  if (v.is_string()) charge_work(static_cast<int64_t>(v.str().size()));
+  if (v.is_list()) charge_work(static_cast<int64_t>(v.list().items.size()));
+  if (v.is_dict()) charge_work(static_cast<int64_t>(v.dict().items.size()));
   switch (v.kind()) {
     case Value::Kind::Undefined: return {};
     case Value::Kind::String: {

@@ -27,6 +27,27 @@ struct CallArgs {
   std::vector<std::pair<std::string, Value>> kw;
 };
 
+// Work accounting: building values and iterating charges the budget of the render running on
+// this thread (if any), so that no template can make a long-running render out of cheap-looking
+// steps (a loop building a 100000-item range on every iteration, say). Throws gs::Error once
+// the budget is spent.
+void charge_work(int64_t units);
+struct WorkBudget {
+  int64_t used = 0;
+  int64_t limit = 0;
+};
+// Makes `b` the budget charge_work() draws from on this thread while the scope lives.
+class ScopedWorkBudget {
+ public:
+  explicit ScopedWorkBudget(WorkBudget* b);
+  ~ScopedWorkBudget();
+  ScopedWorkBudget(const ScopedWorkBudget&) = delete;
+  ScopedWorkBudget& operator=(const ScopedWorkBudget&) = delete;
+
+ private:
+  WorkBudget* previous_;
+};
+
 // Deepest nesting of lists/dicts a value may have: keeps recursive printing, comparison and
 // destruction of hostile values far away from the stack limit.
 inline constexpr int kMaxValueDepth = 256;
