@@ -144,7 +144,10 @@ StepPlan Scheduler::schedule() {
       cached = kv_.apply_prefix_hit(s->pages, s->tokens.data(), int(s->tokens.size()));
     s->num_computed = cached;
     int n = choose_chunk(*s, budget, logit_budget);
-    if (n == 0 || !kv_.can_allocate(s->pages, s->num_computed, s->num_computed + n, reserve)) {
+    // The watermark keeps room for running requests' decodes; with none running it only blocks.
+    const int none[kNumKvGroups] = {0, 0};
+    const int* keep = running_.empty() ? none : reserve;
+    if (n == 0 || !kv_.can_allocate(s->pages, s->num_computed, s->num_computed + n, keep)) {
       kv_.free(s->pages);  // give the hit back; the lookup is redone next step
       s->num_computed = 0;
       break;
