@@ -1,0 +1,237 @@
+// gemmaserve bench-decode: whole-model decode step latency of a real model shape, next to the floor
+// that streaming its weights (and the KV it must read) at the measured HBM bandwidth implies.
+//
+// What a step is here: B sequences, each with `context` cached tokens, decode one token each;
+// the sampled ids feed the next step on the device. The K/V pools are filled with random values
+// instead of being prefilled (the decode kernels read the same bytes either way), so a 31B step at
+// 4k context is measurable in seconds. The host builds each step's batch as the engine does, so
+// the figure includes host overhead (no CUDA graphs yet).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "checkpoint/checkpoint.h"
+#include "cli/command.h"
+#include "core/error.h"
+#include "core/log.h"
+#include "kernels/backends.h"
+#include "model/dummy_weights.h"
+#include "model/gemma4_model.h"
+#include "model/weight_loader.h"
+#include "runner/batch_builder.h"
+
+namespace gs::cli {
+namespace {
+
+struct BenchDecodeOptions {
+  std::string model = "e2b";
+  std::string load_format = "dummy";
+  std::string backend = "cuda";
+  std::string batches = "1";
+  int context = 1024;
+  int steps = 32;
+  int warmup = 4;
+  int page_size = 16;
+  double hbm_tb_s = 4.29;  // engine-design.md: H200 copy bandwidth (read + write), PyTorch
+  std::string json_out;
+};
+
+// Bytes one decode step must read: every weight once, except the embedding rows (gathered; the
+// tied LM head still reads the whole table), the PLE table (gathered) and the experts no token
+// of the batch routes to; plus the K/V each sequence attends over.
+struct StepBytes {
+  double weights = 0, kv = 0;
+};
+
+StepBytes step_bytes(const ModelConfig& cfg, const ModelWeights& w, int batch, int context) {
+  StepBytes b;
+  b.weights = double(w.bytes()) - double(w.ple_table.nbytes());
+  if (cfg.moe && cfg.num_experts > 0) {
+    double experts = 0;
+    for (const auto& l : w.layers) experts += double(l.experts_gate_up.nbytes() + l.experts_down.nbytes());
+    // Expected distinct experts per layer when B tokens each pick k of E uniformly.
+    const double E = cfg.num_experts, k = cfg.top_k_experts;
+    const double active = E * (1.0 - std::pow(1.0 - k / E, batch));
+    b.weights -= experts * (1.0 - active / E);
+  }
+  const double elem = 2.0;  // bf16 KV
+  for (const auto& l : cfg.layers) {
+    if (!l.owns_kv) continue;  // shared layers read their source's cache: counted once
+    const int visible = l.type == LayerType::Sliding ? std::min(context + 1, l.sliding_window) : context + 1;
+    b.kv += 2.0 * visible * l.num_kv_heads * l.head_dim * elem * batch;
+  }
+  return b;
+}
+
+std::vector<int> parse_int_list(const std::string& s) {
+  std::vector<int> out;
+  std::stringstream ss(s);
+  std::string item;
+  while (std::getline(ss, item, ',')) {
+    GS_CHECK(!item.empty(), "--batch '{}': expected comma-separated positive integers", s);
+    const int v = std::stoi(item);
+    GS_CHECK(v > 0, "--batch '{}': batch sizes must be positive", s);
+    out.push_back(v);
+  }
+  return out;
+}
+
+struct Result {
+  int batch = 0;
+  double ms_per_step = 0, floor_ms = 0, weight_gb = 0, kv_gb = 0;
+};
+
+Result bench_one(Gemma4Model& model, Backend& be, int batch, const BenchDecodeOptions& o) {
+  const ModelConfig& cfg = model.config();
+  const int P = o.page_size;
+  const int total = o.context + o.warmup + o.steps + 1;
+  const int full_pages_per_seq = (total + P - 1) / P;
+  int window = 0;
+  for (const auto& l : cfg.layers) window = std::max(window, l.sliding_window);
+  // Sliding pages are reused cyclically: a window spans at most ceil(W/P) + 1 logical pages.
+  const int sliding_pages_per_seq = window > 0 ? std::min(full_pages_per_seq, (window + P - 1) / P + 2) : 0;
+  int pages[kNumKvGroups] = {0, 0};
+  if (cfg.num_cache_layers(KvGroup::Sliding) > 0) pages[int(KvGroup::Sliding)] = batch * sliding_pages_per_seq;
+  if (cfg.num_cache_layers(KvGroup::Full) > 0) pages[int(KvGroup::Full)] = batch * full_pages_per_seq;
+  KvCache cache = be.allocate_kv_cache(cfg, P, pages);
+  for (auto& pool : cache.pools) {
+    if (pool.k.defined()) be.fill_uniform(pool.k, 11, 1.f);
+    if (pool.v.defined()) be.fill_uniform(pool.v, 12, 1.f);
+  }
+
+  std::vector<std::vector<int>> tables[kNumKvGroups];
+  for (int g = 0; g < kNumKvGroups; ++g) tables[g].assign(size_t(batch), {});
+  Tensor ids = be.empty(DType::I32, Shape{batch});
+  std::vector<int> host_ids(static_cast<size_t>(batch));
+  for (int s = 0; s < batch; ++s) host_ids[size_t(s)] = (s * 7919 + 17) % cfg.vocab_size;
+  be.copy_from_host(ids, host_ids.data());
+  std::vector<int> rows(static_cast<size_t>(batch));
+  for (int s = 0; s < batch; ++s) rows[size_t(s)] = s;
+  Tensor logit_rows = be.empty(DType::I32, Shape{batch});
+  be.copy_from_host(logit_rows, rows.data());
+  Tensor logprobs = be.empty(DType::F32, Shape{batch});
+  std::vector<SamplingRow> greedy(static_cast<size_t>(batch));
+
+  auto step = [&](int cached) {
+    const int pos = cached;  // the new token's position
+    for (int s = 0; s < batch; ++s) {
+      auto& full = tables[int(KvGroup::Full)][size_t(s)];
+      auto& sliding = tables[int(KvGroup::Sliding)][size_t(s)];
+      const int needed = pos / P + 1;
+      if (pages[int(KvGroup::Full)] > 0)
+        while (int(full.size()) < needed) full.push_back(s * full_pages_per_seq + int(full.size()));
+      if (pages[int(KvGroup::Sliding)] > 0) {
+        while (int(sliding.size()) < needed) {
+          const int i = int(sliding.size());
+          sliding.push_back(s * sliding_pages_per_seq + i % sliding_pages_per_seq);
+        }
+        const int first_visible = std::max(0, pos - window + 1) / P;
+        for (int i = 0; i < first_visible; ++i) sliding[size_t(i)] = -1;
+      }
+    }
+    std::vector<SeqStep> seqs(static_cast<size_t>(batch));
+    for (int s = 0; s < batch; ++s) {
+      seqs[size_t(s)].cached_len = cached;
+      seqs[size_t(s)].q_len = 1;
+      for (int g = 0; g < kNumKvGroups; ++g)
+        if (pages[g] > 0) seqs[size_t(s)].page_table[g] = &tables[g][size_t(s)];
+    }
+    AttentionBatch b = build_attention_batch(be, seqs, P);
+    ForwardOutput out = model.forward(ids, b, cache, logit_rows);
+    be.sample(out.logits, greedy, ids, logprobs);
+  };
+
+  int cached = o.context;
+  for (int i = 0; i < o.warmup; ++i) step(cached++);
+  be.synchronize();
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < o.steps; ++i) step(cached++);
+  be.synchronize();
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  const StepBytes bytes = step_bytes(cfg, model.weights(), batch, o.context);
+  Result r;
+  r.batch = batch;
+  r.ms_per_step = secs * 1e3 / o.steps;
+  r.weight_gb = bytes.weights / 1e9;
+  r.kv_gb = bytes.kv / 1e9;
+  r.floor_ms = (bytes.weights + bytes.kv) / (o.hbm_tb_s * 1e12) * 1e3;
+  return r;
+}
+
+int run(const BenchDecodeOptions& o) {
+  GS_CHECK(o.context >= 0 && o.steps > 0 && o.warmup >= 0, "bench-decode: --context >= 0, --steps > 0, --warmup >= 0");
+  const std::vector<int> batches = parse_int_list(o.batches);
+  std::unique_ptr<Backend> be = create_backend(o.backend);
+  ModelConfig cfg;
+  ModelWeights weights;
+  const auto t_load = std::chrono::steady_clock::now();
+  if (o.load_format == "dummy") {
+    cfg = resolve_dummy_config(o.model);
+    weights = make_dummy_weights(cfg, *be);
+  } else {
+    GS_CHECK(o.load_format == "auto", "--load-format '{}' is not one of auto, dummy", o.load_format);
+    auto ckpt = Checkpoint::open(o.model);
+    cfg = ModelConfig::from_json(ckpt->config_json());
+    weights = load_weights(*ckpt, cfg, *be);
+  }
+  be->synchronize();
+  log::info("bench-decode: {} on {}: {:.2f} GB of weights ready in {:.1f} s", o.model, be->name(),
+            double(weights.bytes()) / 1e9,
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count());
+  const int max_batch = *std::max_element(batches.begin(), batches.end());
+  Gemma4Model model(cfg, std::move(weights), *be);
+  model.reserve(max_batch, max_batch);
+
+  std::vector<Result> results;
+  for (int b : batches) results.push_back(bench_one(model, *be, b, o));
+
+  std::printf("\n%s, %s, context %d, %d steps after %d warm-up (HBM ceiling %.2f TB/s)\n", o.model.c_str(),
+              be->name().c_str(), o.context, o.steps, o.warmup, o.hbm_tb_s);
+  std::printf("| batch | ms/step | tokens/s | weights GB | KV GB | floor ms | step / floor |\n");
+  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  nlohmann::json j = nlohmann::json::array();
+  for (const Result& r : results) {
+    std::printf("| %d | %.3f | %.0f | %.2f | %.3f | %.3f | %.2fx |\n", r.batch, r.ms_per_step,
+                r.batch * 1e3 / r.ms_per_step, r.weight_gb, r.kv_gb, r.floor_ms, r.ms_per_step / r.floor_ms);
+    j.push_back({{"model", o.model}, {"backend", be->name()}, {"batch", r.batch}, {"context", o.context},
+                 {"ms_per_step", r.ms_per_step}, {"tokens_per_s", r.batch * 1e3 / r.ms_per_step},
+                 {"weight_gb", r.weight_gb}, {"kv_gb", r.kv_gb}, {"floor_ms", r.floor_ms},
+                 {"ratio_to_floor", r.ms_per_step / r.floor_ms}});
+  }
+  if (!o.json_out.empty()) {
+    std::ofstream f(o.json_out);
+    GS_CHECK(f.good(), "cannot write {}", o.json_out);
+    f << j.dump(2) << "\n";
+  }
+  return 0;
+}
+
+GS_REGISTER_COMMAND(bench_decode, "bench-decode",
+                    "Time whole-model decode steps of a model shape against its memory floor",
+                    [](CLI::App& app) -> std::function<int()> {
+                      auto o = std::make_shared<BenchDecodeOptions>();
+                      app.add_option("--model", o->model, "Preset name (e2b, e4b, 26b-a4b, 31b, demo) or model directory")
+                          ->capture_default_str();
+                      app.add_option("--load-format", o->load_format,
+                                     "dummy: random weights generated on the device; auto: read the checkpoint")
+                          ->capture_default_str();
+                      app.add_option("--backend", o->backend, "cpu, cuda or cuda:N")->capture_default_str();
+                      app.add_option("--batch", o->batches, "Comma-separated batch sizes, e.g. 1,8,64")
+                          ->capture_default_str();
+                      app.add_option("--context", o->context, "Cached tokens per sequence before the timed steps")
+                          ->capture_default_str();
+                      app.add_option("--steps", o->steps, "Timed decode steps")->capture_default_str();
+                      app.add_option("--warmup", o->warmup, "Untimed steps first")->capture_default_str();
+                      app.add_option("--page-size", o->page_size, "KV page size in tokens")->capture_default_str();
+                      app.add_option("--hbm-tb-s", o->hbm_tb_s, "Bandwidth ceiling for the floor, TB/s")
+                          ->capture_default_str();
+                      app.add_option("--json", o->json_out, "Also write the results as JSON to this file");
+                      return [o] { return run(*o); };
+                    });
+
+}  // namespace
+}  // namespace gs::cli
