@@ -64,8 +64,9 @@ int run(const MakeModelOptions& o) {
   if (fs::exists(o.out) && !fs::is_empty(o.out, ec) && !o.force)
     throw Error("--out {}: the directory exists and is not empty (pass --force to write into it)", o.out);
   write_preset_checkpoint(o.preset, o.out, ro);
-  std::printf("wrote %s: preset %s, %.2f B parameters (%s), %.2f GB\n", o.out.c_str(), o.preset.c_str(),
-              double(cfg.parameter_count()) / 1e9, o.dtype.c_str(), gb);
+  const double params = double(cfg.parameter_count());
+  std::printf("wrote %s: preset %s, %.2f %s parameters (%s), %.3f GB\n", o.out.c_str(), o.preset.c_str(),
+              params >= 1e9 ? params / 1e9 : params / 1e6, params >= 1e9 ? "B" : "M", o.dtype.c_str(), gb);
   return 0;
 }
 
