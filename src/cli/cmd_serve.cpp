@@ -1,9 +1,10 @@
 // gemmaserve serve: the OpenAI-compatible server. Option names follow vLLM so that scripts and
 // habits carry over.
-#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <cerrno>
 #include <csignal>
 #include <thread>
 
@@ -23,18 +24,29 @@ struct ServeOptions {
   double kv_cache_gib = 0;
 };
 
+int g_stop_pipe[2] = {-1, -1};
+std::atomic<int> g_stop_signals{0};
+
+extern "C" void on_stop_signal(int sig) {
+  // A second Ctrl-C while shutting down means "now".
+  if (g_stop_signals.fetch_add(1) > 0) _exit(128 + sig);
+  char c = static_cast<char>(sig);
+  (void)!write(g_stop_pipe[1], &c, 1);
+}
+
 int serve(ServeOptions o) {
   o.stack.engine.enable_prefix_caching = !o.no_prefix_caching;
   o.stack.engine.kv_cache_memory_bytes = static_cast<size_t>(o.kv_cache_gib * (1ull << 30));
   GS_CHECK(o.http.port >= 0 && o.http.port <= 65535, "--port {} is not a TCP port", o.http.port);
 
-  // SIGINT/SIGTERM are taken by one waiting thread (below), never by a random one: block them
-  // before any thread (engine, HTTP pool) exists so that every thread inherits the mask.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // SIGINT/SIGTERM only write to a pipe (any thread may take them: OpenBLAS starts threads before
+  // main); the waiter thread below reads it and runs the shutdown outside signal context.
+  GS_CHECK(pipe(g_stop_pipe) == 0, "cannot create the shutdown pipe");
+  struct sigaction sa {};
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
 
   auto stack = server::ServingStack::load(o.stack);
   server::ServerMetrics metrics;
@@ -43,9 +55,12 @@ int serve(ServeOptions o) {
   int port = http.bind();
 
   std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    log::info("{}: shutting down (aborting running requests)", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    char sig = 0;
+    while (read(g_stop_pipe[0], &sig, 1) < 0 && errno == EINTR) {
+    }
+    if (sig == SIGINT || sig == SIGTERM) {
+      log::info("{}: shutting down (aborting running requests)", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    }
     http.begin_shutdown();    // new requests get 503, open streams end
     stack->engine().stop();   // every request in the engine finishes as aborted
     http.stop();              // close the listener, join connection threads
@@ -59,7 +74,8 @@ int serve(ServeOptions o) {
   http.run();
   if (!http.shutting_down()) {
     log::error("the HTTP server stopped unexpectedly");
-    kill(getpid(), SIGTERM);  // wake the waiter so it can finish
+    char wake = 0;
+    (void)!write(g_stop_pipe[1], &wake, 1);  // let the waiter finish
   }
   waiter.join();
   log::info("stopped");

@@ -53,7 +53,9 @@ int HttpServer::bind() {
   return port;
 }
 
-void HttpServer::run() { http_->listen_after_bind(); }
+void HttpServer::run() {
+  if (!shutting_down_) http_->listen_after_bind();
+}
 
 void HttpServer::begin_shutdown() { shutting_down_ = true; }
 

@@ -33,6 +33,11 @@ GenerationConfig dummy_generation_config(const std::string& model) {
   return GenerationConfig::from_json(g, read_json_file((fs::path(model) / "config.json").string()), gen.string());
 }
 
+std::string parameters(const ModelConfig& cfg) {
+  double n = static_cast<double>(cfg.parameter_count());
+  return n >= 1e9 ? fmt::format("{:.2f} B", n / 1e9) : fmt::format("{:.2f} M", n / 1e6);
+}
+
 }  // namespace
 
 ServingStack::~ServingStack() {
@@ -59,7 +64,7 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
     weights = make_dummy_weights(cfg, *s->backend_, o.engine.seed);
     gen = dummy_generation_config(model_arg);
     if (!is_preset(model_arg)) dir = model_arg;
-    log::info("model: {} with dummy (random) weights, {:.2f} B parameters", model_arg, cfg.parameter_count() / 1e9);
+    log::info("model: {} with dummy (random) weights, {} parameters", model_arg, parameters(cfg));
   } else {
     if (demo) {
       dir = ensure_demo_checkpoint();
@@ -72,8 +77,7 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
     cfg = ModelConfig::from_json(ckpt->config_json());
     weights = load_weights(*ckpt, cfg, *s->backend_);
     gen = ckpt->generation_config();
-    log::info("model: {} ({}), {:.2f} B parameters, loaded in {:.1f} s", dir, cfg.architecture,
-              cfg.parameter_count() / 1e9,
+    log::info("model: {} ({}), {} parameters, loaded in {:.1f} s", dir, cfg.architecture, parameters(cfg),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
   GS_CHECK(!cfg.is_assistant, "--model {}: an MTP assistant (drafter) cannot be served on its own", model_arg);
@@ -104,8 +108,7 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
   s->engine_ = std::make_unique<Engine>(s->model_, o.engine);
   s->client_ = std::make_unique<api::EngineClientFor>(*s->engine_);
   s->serving_ = std::make_shared<api::ServingModel>(name, tokenizer, tmpl, gen);
-  log::info("backend: {}", s->backend_->name());
-  log::info("memory plan:\n{}", s->engine_->memory_plan());
+  log::info("backend: {}", s->backend_->name());  // the engine logs its memory plan itself
   s->engine_->start();
   return s;
 }
