@@ -1,10 +1,10 @@
 // Soak: a few thousand short requests from many concurrent clients, a fraction of them hanging up
 // mid-stream or mid-request, then the server must be idle with zero KV pages held.
-// Bounded: GS_SOAK_REQUESTS requests (default 2000), GS_SOAK_SECONDS overall limit (default 150).
+// Bounded: GS_SOAK_REQUESTS requests (default 3000), GS_SOAK_SECONDS overall limit (default 150).
 import assert from 'node:assert/strict';
 import { makeClient, modelName, metrics, pagesUsed, waitIdle, runChecks } from './gs_server_lib.mjs';
 
-const total = Number(process.env.GS_SOAK_REQUESTS || 2000);
+const total = Number(process.env.GS_SOAK_REQUESTS || 3000);
 const limitMs = 1000 * Number(process.env.GS_SOAK_SECONDS || 150);
 const concurrency = 32;
 const client = makeClient({ timeout: 30_000 });
