@@ -3,9 +3,9 @@
 #   1. release build (CUDA code compiled when nvcc is present; GPU tests skip without a GPU)
 #   2. every test through ctest (unit, parity against golden fixtures, tokenizer and template
 #      references, the server driven by the official OpenAI client)
-# GS_TEST_FULL=1 adds (not yet part of CI: they have not had a clean run on a 2-core machine):
-#   3. AddressSanitizer + UndefinedBehaviorSanitizer build of the CPU targets, its tests again
-#   4. each fuzz target for a short time
+#   3. the fuzz targets of the file parsers (safetensors, tokenizer, Jinja) for a short time each
+# GS_TEST_FULL=1 adds (not yet in CI: no clean run on a 2-core machine so far) an AddressSanitizer +
+# UndefinedBehaviorSanitizer build of the CPU targets with the tests run again, and the HTTP fuzzer.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
@@ -28,10 +28,14 @@ if [ "${GS_TEST_FULL:-0}" = "1" ]; then
   echo "== tests (sanitizers) =="
   ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
     ctest --test-dir "$root/build-asan" --output-on-failure -j "$jobs" --timeout 1800 -E "e2e_(soak|overload|bench_demo)"
-
-  echo "== fuzz =="
-  CC=clang CXX=clang++ cmake -S "$root" -B "$root/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-    -DGEMMASERVE_CUDA=OFF -DGEMMASERVE_TESTS=OFF -DGEMMASERVE_FUZZ=ON >/dev/null
-  cmake --build "$root/build-fuzz" --target fuzz_all -j "$jobs"
-  "$root/fuzz/run-all.sh" "$root/build-fuzz" "${GS_FUZZ_SECONDS:-20}"
+  fuzz_targets="fuzz_all"
+else
+  # The input parsers a user's files reach: checkpoint headers, tokenizer files, chat templates.
+  fuzz_targets="fuzz_safetensors fuzz_tokenizer fuzz_jinja"
 fi
+
+echo "== fuzz (libFuzzer, ASan+UBSan) =="
+CC=clang CXX=clang++ cmake -S "$root" -B "$root/build-fuzz" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DGEMMASERVE_CUDA=OFF -DGEMMASERVE_TESTS=OFF -DGEMMASERVE_FUZZ=ON >/dev/null
+cmake --build "$root/build-fuzz" --target $fuzz_targets -j "$jobs"
+"$root/fuzz/run-all.sh" "$root/build-fuzz" "${GS_FUZZ_SECONDS:-20}"
