@@ -12,17 +12,11 @@
 #include <vector>
 
 #include "engine/sequence.h"
+#include "ops/sampling_rng.h"
 
 namespace gs::testing {
 
-inline uint64_t mix64(uint64_t x) {
-  x ^= x >> 30;
-  x *= 0xbf58476d1ce4e5b9ull;
-  x ^= x >> 27;
-  x *= 0x94d049bb133111ebull;
-  x ^= x >> 31;
-  return x;
-}
+using gs::rng::mix64;  // the project's counter-based hash (ops/sampling_rng.h)
 
 class FakeKvModel {
  public:
