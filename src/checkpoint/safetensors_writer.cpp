@@ -66,6 +66,9 @@ void write_safetensors(const std::string& path, const std::vector<TensorDecl>& t
   write(header.data(), header.size());
   std::vector<uint8_t> buf;
   for (const TensorDecl& t : tensors) {
+    // A zero-byte tensor has no data to fill, and an empty buffer may have no storage at all
+    // (data() == nullptr, which a filler's memcpy must never get).
+    if (t.nbytes() == 0) continue;
     buf.assign(t.nbytes(), 0);
     fill(t, buf.data());
     write(buf.data(), buf.size());

@@ -19,7 +19,7 @@ struct TensorDecl {
   size_t nbytes() const;
 };
 
-// Fills `dst` (decl.nbytes() bytes) with the tensor's contents.
+// Fills `dst` (decl.nbytes() bytes) with the tensor's contents. Not called for zero-byte tensors.
 using TensorFiller = std::function<void(const TensorDecl& decl, uint8_t* dst)>;
 
 // Writes one safetensors file holding `tensors` in the given order. The header JSON is padded

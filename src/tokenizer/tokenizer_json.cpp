@@ -21,7 +21,7 @@ constexpr long long kMaxIdHoles = 1 << 16;
 nlohmann::json parse_json(std::string_view text, const std::string& source) {
   try {
     return nlohmann::json::parse(text.begin(), text.end());
-  } catch (const nlohmann::json::parse_error& e) {
+  } catch (const nlohmann::json::exception& e) {  // parse_error, or out_of_range for "1e999"
     throw Error("{}: invalid JSON (truncated or corrupt?): {}", source, e.what());
   }
 }

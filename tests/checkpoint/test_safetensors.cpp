@@ -73,6 +73,28 @@ TEST(Safetensors, RoundTripsRandomTensors) {
   EXPECT_EQ(f.find("absent"), nullptr);
 }
 
+// The filler gets a real buffer or no call at all: an empty tensor first (before any buffer was
+// allocated) once handed it nullptr, and memcpy(nullptr, src, 0) is undefined behaviour.
+TEST(Safetensors, ZeroByteTensorsAreWrittenWithoutCallingTheFiller) {
+  TempDir dir;
+  std::vector<TensorDecl> decls = {{"empty", DType::F32, {0}}, {"a", DType::BF16, {3}}, {"empty2", DType::U8, {2, 0}}};
+  std::vector<std::string> filled;
+  write_safetensors(dir / "z.safetensors", decls, [&](const TensorDecl& d, uint8_t* dst) {
+    ASSERT_NE(dst, nullptr) << d.name;
+    filled.push_back(d.name);
+    std::memset(dst, 7, d.nbytes());
+  });
+  EXPECT_EQ(filled, std::vector<std::string>{"a"});
+  SafetensorsFile f(dir / "z.safetensors");
+  for (const TensorDecl& d : decls) {
+    const SafetensorsTensor* t = f.find(d.name);
+    ASSERT_NE(t, nullptr) << d.name;
+    EXPECT_EQ(t->shape, d.shape);
+    EXPECT_EQ(t->nbytes, d.nbytes());
+  }
+  EXPECT_EQ(std::string(reinterpret_cast<const char*>(f.data(*f.find("a"))), 6), std::string(6, '\x07'));
+}
+
 TEST(Safetensors, TruncatedDataNamesFileAndTensor) {
   TempDir dir;
   std::vector<TensorDecl> decls = {{"a", DType::F32, {4}}, {"b.weight", DType::BF16, {8, 8}}};

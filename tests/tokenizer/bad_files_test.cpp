@@ -164,6 +164,10 @@ TEST_F(BadTokenizerJson, BadConfig) {
   testing::write_text(dir_.file("tokenizer_config.json"), "{\"add_bos_token\": ");
   msg = error_of([&] { Tokenizer::load(dir_.path.string()); });
   EXPECT_NE(msg.find("tokenizer_config.json: invalid JSON"), std::string::npos) << msg;
+  // A number no double holds: nlohmann reports it as out_of_range, not parse_error.
+  testing::write_text(dir_.file("tokenizer_config.json"), "{\"model_max_length\": 1e999}");
+  msg = error_of([&] { Tokenizer::load(dir_.path.string()); });
+  EXPECT_NE(msg.find("tokenizer_config.json: invalid JSON"), std::string::npos) << msg;
 }
 
 TEST(BadTokenizerPath, MissingFileOrDirectory) {
