@@ -8,7 +8,7 @@
 
 namespace gs::api {
 
-using nlohmann::json;
+using json = RequestJson;  // client key order kept (tool-call arguments, tools)
 
 namespace {
 
@@ -53,7 +53,7 @@ json normalize_tool_call(const json& tc, const std::string& where) {
       // OpenAI sends arguments as JSON text; the template wants the object.
       try {
         args = json::parse(a->get<std::string>());
-      } catch (const json::parse_error&) {
+      } catch (const json::exception&) {  // parse_error, or out_of_range for "1e999"
         throw invalid_request(fmt::format("{}.function.arguments: not valid JSON: {}", where, brief(*a)), "messages");
       }
     } else if (a->is_object()) {

@@ -4,15 +4,16 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include "api/openai_request.h"
+
 namespace gs::api {
 
 class FieldReader;
-struct OpenAIRequest;
 
 // Roles: system, developer, user, assistant, tool. Content: a string, null (assistant with
 // tool_calls only) or an array of {"type":"text","text":...} parts. Images, audio and files are
 // refused (the server is text-only for now).
-nlohmann::json normalize_messages(const nlohmann::json& messages);
+RequestJson normalize_messages(const RequestJson& messages);
 
 // tools / tool_choice. tool_choice "none" drops the tools from the prompt; "auto" (default) keeps
 // them; "required" or a named function would need constrained decoding and are refused.

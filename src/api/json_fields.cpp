@@ -8,7 +8,7 @@
 
 namespace gs::api {
 
-using nlohmann::json;
+using json = RequestJson;
 
 std::string brief(const json& v) {
   std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -8,7 +8,7 @@
 
 namespace gs::api {
 
-using nlohmann::json;
+using json = RequestJson;  // every value here comes from a request body
 
 json parse_json_body(const std::string& body) {
   if (body.empty()) throw invalid_request("request body is empty; expected a JSON object");
@@ -16,7 +16,9 @@ json parse_json_body(const std::string& body) {
     json j = json::parse(body);
     if (!j.is_object()) throw invalid_request(fmt::format("request body must be a JSON object, got {}", brief(j)));
     return j;
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
+    // Not only parse_error: a number too large for a double ("1e999") is an out_of_range from
+    // the parser, and it is just as much the client's malformed body.
     throw invalid_request(fmt::format("request body is not valid JSON: {}", e.what()));
   }
 }

@@ -14,6 +14,12 @@ namespace gs::api {
 
 enum class Endpoint { ChatCompletions, Completions };
 
+// Request bodies keep the client's key order. Chat templates print objects with `tojson` and walk
+// tool parameters in order; Python's jinja2 sees dicts in insertion order, so to render what
+// transformers renders, nothing between the HTTP body and the template may sort keys (as
+// nlohmann::json does).
+using RequestJson = nlohmann::ordered_json;
+
 // One prompt of /v1/completions: text, or token ids given by the client.
 struct PromptInput {
   std::string text;
@@ -27,9 +33,9 @@ struct OpenAIRequest {
 
   // /v1/chat/completions: messages with content flattened to a string (text parts joined by
   // "\n") and tool-call arguments parsed into JSON objects, ready for the chat template.
-  nlohmann::json messages = nlohmann::json::array();
-  nlohmann::json tools;                  // null, or the array of {type:"function", function:{...}}
-  nlohmann::json chat_template_kwargs = nlohmann::json::object();
+  RequestJson messages = RequestJson::array();
+  RequestJson tools;                     // null, or the array of {type:"function", function:{...}}
+  RequestJson chat_template_kwargs = RequestJson::object();
   bool enable_thinking = false;          // chat_template_kwargs.enable_thinking
 
   // /v1/completions
@@ -59,9 +65,9 @@ constexpr int kMaxChoices = 64;          // n
 constexpr int kMaxTopLogprobs = 20;
 constexpr int kMaxStopStrings = 16;
 
-OpenAIRequest parse_chat_request(const nlohmann::json& body);
-OpenAIRequest parse_completion_request(const nlohmann::json& body);
+OpenAIRequest parse_chat_request(const RequestJson& body);
+OpenAIRequest parse_completion_request(const RequestJson& body);
 // Parses the raw HTTP body (malformed JSON is a 400 with the parser's position).
-nlohmann::json parse_json_body(const std::string& body);
+RequestJson parse_json_body(const std::string& body);
 
 }  // namespace gs::api

@@ -164,13 +164,18 @@ std::vector<json> ChunkWriter::start() const {
 std::vector<json> ChunkWriter::update(const ChoiceUpdate& u) {
   bool chat = req_.api.endpoint == Endpoint::ChatCompletions;
   bool want_lp = req_.api.logprobs >= 0 && !u.logprobs.empty();
-  if (u.delta.empty() && u.finish_reason.empty() && !want_lp) return {};
+  // Every update that consumed generated tokens is a chunk, even when they show no text yet (a
+  // byte-fallback run held back, a skipped special token, an id the tokenizer lacks): clients
+  // time tokens by chunks, as vLLM's server and benchmark do.
+  if (u.delta.empty() && u.finish_reason.empty() && !want_lp && u.tokens.empty()) return {};
   json finish = u.finish_reason.empty() ? json(nullptr) : json(u.finish_reason);
   json j = base();
   if (chat) {
     json delta = json::object();
     if (!u.delta.reasoning.empty()) delta["reasoning_content"] = text_value(u.delta.reasoning);
-    if (!u.delta.content.empty()) delta["content"] = text_value(u.delta.content);
+    if (!u.delta.content.empty() || (u.delta.empty() && !u.tokens.empty())) {
+      delta["content"] = text_value(u.delta.content);  // "" for tokens without visible text (vLLM does the same)
+    }
     if (!u.delta.tool_calls.empty()) {
       json calls = json::array();
       for (const auto& tc : u.delta.tool_calls) calls.push_back(tool_call_json(tc, tool_call_count_[u.index]++, true));

@@ -48,7 +48,8 @@ class ChunkWriter {
   ChunkWriter(const PreparedRequest& req, const Tokenizer& tok, std::string model_name);
   // The first chunk of every chat choice carries the role (OpenAI sends it with empty content).
   std::vector<nlohmann::json> start() const;
-  // Chunks for one update (none when it carries nothing a client can see).
+  // Chunks for one update: one whenever it consumed generated tokens (content "" when they show
+  // no text yet), a finish reason or logprobs; none otherwise.
   std::vector<nlohmann::json> update(const ChoiceUpdate& u);
   // The trailing usage chunk (choices empty) of stream_options.include_usage.
   nlohmann::json usage_chunk(const Usage& usage) const;

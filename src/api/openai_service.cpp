@@ -17,12 +17,14 @@ SseStream::SseStream(std::unique_ptr<GenerationSession> session, const ServingMo
 
 bool SseStream::next(std::string& out, std::chrono::milliseconds wait) {
   if (done_) return false;
-  if (!started_) {
+  std::vector<ChoiceUpdate> updates;
+  bool running = session_->poll(wait, updates);
+  // The role (or echo) chunk goes out with the first engine output, as vLLM sends it: a client
+  // that times its first chunk (vLLM's benchmark does) must not see it before a token exists.
+  if (!started_ && (!updates.empty() || !running)) {
     started_ = true;
     for (const auto& j : writer_.start()) out += sse_event(j);
   }
-  std::vector<ChoiceUpdate> updates;
-  bool running = session_->poll(wait, updates);
   for (const auto& u : updates) {
     for (const auto& j : writer_.update(u)) out += sse_event(j);
     if (!u.error.empty() && error_.empty()) error_ = u.error;
@@ -44,7 +46,7 @@ OpenAIService::OpenAIService(EngineClient& engine, std::shared_ptr<const Serving
       created_(std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count()) {}
 
 PreparedRequest OpenAIService::prepare(Endpoint endpoint, const std::string& body) const {
-  json j = parse_json_body(body);
+  RequestJson j = parse_json_body(body);
   return prepare(endpoint == Endpoint::ChatCompletions ? parse_chat_request(j) : parse_completion_request(j));
 }
 
@@ -58,15 +60,24 @@ std::unique_ptr<GenerationSession> OpenAIService::start(PreparedRequest req) {
   return s;
 }
 
-json OpenAIService::complete(PreparedRequest req) {
+json OpenAIService::complete(PreparedRequest req, const std::function<bool()>& client_gone) {
   auto session = start(std::move(req));
   ResponseAccumulator acc(session->request(), *model_->tokenizer);
   std::vector<ChoiceUpdate> updates;
   bool running = true;
+  auto last_check = std::chrono::steady_clock::now();
   while (running) {
     updates.clear();
-    running = session->poll(std::chrono::milliseconds(100), updates);
+    running = session->poll(std::chrono::milliseconds(50), updates);
     for (const auto& u : updates) acc.add(u);
+    auto now = std::chrono::steady_clock::now();
+    if (running && client_gone && now - last_check >= std::chrono::milliseconds(50)) {
+      last_check = now;
+      if (client_gone()) {
+        session->abort();  // counted as an aborted request; the engine frees its pages now
+        throw ClientGone();
+      }
+    }
   }
   if (!acc.error().empty()) throw ApiError(500, acc.error(), "server_error");
   return acc.finish(model_->name, session->usage());
@@ -83,7 +94,7 @@ json OpenAIService::models() const {
 }
 
 json OpenAIService::tokenize(const std::string& body) const {
-  json j = parse_json_body(body);
+  RequestJson j = parse_json_body(body);
   FieldReader f(j);
   const Tokenizer& tok = *model_->tokenizer;
   std::vector<int> ids;
@@ -107,9 +118,9 @@ json OpenAIService::tokenize(const std::string& body) const {
 }
 
 json OpenAIService::detokenize(const std::string& body) const {
-  json j = parse_json_body(body);
+  RequestJson j = parse_json_body(body);
   FieldReader f(j);
-  const json* tokens = f.array("tokens");
+  const RequestJson* tokens = f.array("tokens");
   if (!tokens) throw invalid_request("tokens: required (an array of token ids)", "tokens");
   const Tokenizer& tok = *model_->tokenizer;
   std::vector<int> ids;

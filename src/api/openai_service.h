@@ -5,7 +5,9 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "api/engine_client.h"
@@ -33,6 +35,11 @@ class SseStream {
   std::string error_;
 };
 
+// Thrown by OpenAIService::complete when the client went away before the response was ready.
+struct ClientGone : std::runtime_error {
+  ClientGone() : std::runtime_error("the client closed the connection before the response was ready") {}
+};
+
 class OpenAIService {
  public:
   OpenAIService(EngineClient& engine, std::shared_ptr<const ServingModel> model, RequestObserver* observer = nullptr);
@@ -40,8 +47,10 @@ class OpenAIService {
   // Parses and prepares a request body (ApiError on anything wrong with it).
   PreparedRequest prepare(Endpoint endpoint, const std::string& body) const;
   PreparedRequest prepare(OpenAIRequest req) const;
-  // Runs a non-streaming request to the end and returns the response object.
-  nlohmann::json complete(PreparedRequest req);
+  // Runs a non-streaming request to the end and returns the response object. `client_gone`,
+  // when given, is asked a few times a second; once it says true the request is aborted in the
+  // engine (its pages return at once) and ClientGone is thrown.
+  nlohmann::json complete(PreparedRequest req, const std::function<bool()>& client_gone = {});
   // Submits a streaming request; ApiError (e.g. 429) is thrown before any byte is produced.
   std::unique_ptr<SseStream> stream(PreparedRequest req);
 

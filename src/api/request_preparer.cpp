@@ -24,7 +24,7 @@ std::string render_chat_prompt(const OpenAIRequest& req, const ServingModel& mod
   if (!model.chat_template) {
     throw invalid_request(fmt::format("model {} has no chat template; use /v1/completions", model.name), "messages");
   }
-  nlohmann::json extra = req.chat_template_kwargs;
+  RequestJson extra = req.chat_template_kwargs;
   extra["enable_thinking"] = req.enable_thinking;
   try {
     return model.chat_template->render(req.messages, req.tools, add_generation_prompt, extra);

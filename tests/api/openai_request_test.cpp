@@ -182,6 +182,8 @@ TEST(OpenAIRequest, ContentPartsAndToolCallsAreNormalized) {
 
   b["messages"][2]["tool_calls"][0]["function"]["arguments"] = "{not json";
   EXPECT_EQ(chat_error(b).param(), "messages");
+  b["messages"][2]["tool_calls"][0]["function"]["arguments"] = "{\"days\": 1e999}";  // overflows a double
+  EXPECT_EQ(chat_error(b).param(), "messages");
 }
 
 TEST(OpenAIRequest, CompletionPrompts) {
@@ -220,7 +222,7 @@ TEST(OpenAIRequest, BadCompletionPrompts) {
 }
 
 TEST(OpenAIRequest, MalformedJsonBody) {
-  for (const char* s : {"", "{", "[1,2]", "\"x\"", "{\"a\":}", "nul"}) {
+  for (const char* s : {"", "{", "[1,2]", "\"x\"", "{\"a\":}", "nul", "{\"max_tokens\":1e999}"}) {
     try {
       parse_json_body(s);
       ADD_FAILURE() << "accepted " << s;

@@ -171,6 +171,32 @@ TEST_F(ServiceTest, StreamingChatChunksAndUsage) {
   EXPECT_EQ(raw.substr(raw.size() - 14), "data: [DONE]\n\n");
 }
 
+TEST_F(ServiceTest, StreamingSendsOneChunkPerTokenEvenWithoutText) {
+  // A special token that is skipped, an id beyond the tokenizer's vocabulary (dummy weights with
+  // a smaller tokenizer) and the EOS token show no text, but each is a generated token: each
+  // gets its own chunk (content ""), as vLLM streams, so clients can time every token.
+  std::vector<int> ids = {tok->id("H"), tok->id("<|turn>"), tok->vocab_size() + 1000, tok->id("i"), tok->id("<turn|>")};
+  engine.script = [ids](const GenerationRequest&) { return ids; };
+  for (Endpoint e : {Endpoint::ChatCompletions, Endpoint::Completions}) {
+    json body = e == Endpoint::ChatCompletions ? chat() : json{{"prompt", "x"}};
+    body["stream"] = true;
+    body["stream_options"] = {{"include_usage", true}};
+    auto events = stream(e, body);
+    std::vector<std::string> texts;
+    for (const auto& ev : events) {
+      if (ev["choices"].empty()) continue;  // usage
+      const json& c = ev["choices"][0];
+      if (e == Endpoint::ChatCompletions && c["delta"].contains("role")) {
+        EXPECT_EQ(texts.size(), 0u) << "the role chunk comes first";
+        continue;
+      }
+      texts.push_back(e == Endpoint::ChatCompletions ? c["delta"]["content"].get<std::string>() : c["text"].get<std::string>());
+    }
+    EXPECT_EQ(texts, (std::vector<std::string>{"H", "", "", "i", ""}));
+    EXPECT_EQ(events.back()["usage"]["completion_tokens"], static_cast<int>(texts.size()));
+  }
+}
+
 TEST_F(ServiceTest, StreamingStopStringNeverLeaks) {
   emit("say STOP now");
   auto events = stream(Endpoint::Completions, {{"prompt", "x"}, {"stream", true}, {"stop", "STOP"}, {"max_tokens", 40}});
