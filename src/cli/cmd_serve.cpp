@@ -95,8 +95,11 @@ GS_REGISTER_COMMAND(serve, "serve", "Serve a model over an OpenAI-compatible HTT
                                      "benchmarks without a download)")
                           ->capture_default_str();
                       app.add_option("--tokenizer", o->stack.tokenizer,
-                                     "Tokenizer directory or tokenizer.json (default: the model's; the demo tokenizer "
-                                     "when the model has none)");
+                                     "Tokenizer directory, tokenizer.json or .gguf vocabulary (default: the model's; "
+                                     "the demo tokenizer when the model has none, e.g. a preset with dummy weights)");
+                      app.add_option("--chat-template", o->stack.chat_template,
+                                     "Jinja chat template file (default: the one beside the tokenizer; without one "
+                                     "/v1/chat/completions is disabled)");
                       app.add_option("--backend", o->stack.backend, "cpu, cuda or cuda:N (default: cuda when a GPU is "
                                      "visible, else cpu)");
                       app.add_option("--host", o->http.host, "Address to listen on (127.0.0.1: this machine only)")
@@ -134,12 +137,22 @@ GS_REGISTER_COMMAND(serve, "serve", "Serve a model over an OpenAI-compatible HTT
                       app.add_flag("--debug-page-checks", e.debug_page_checks,
                                    "Bounds-check every KV page index before each step (clear error instead of a "
                                    "bad memory access)");
+                      app.add_flag("--enforce-eager", e.enforce_eager,
+                                   "Launch every op of a decode step from the host instead of replaying a CUDA "
+                                   "graph (cuda backend)");
+                      app.add_flag("--disable-overlap-schedule", e.disable_overlap_schedule,
+                                   "Schedule each step only after the previous step's tokens are back (by default "
+                                   "the next step is scheduled and launched while the current one runs)");
+                      app.add_option("--cuda-graph-max-bs", e.cuda_graph_max_bs,
+                                     "Largest decode batch replayed from a CUDA graph (0: --max-num-seqs)")
+                          ->capture_default_str();
                       app.add_option("--seed", e.seed, "Base seed for requests without one (0: random)")
                           ->capture_default_str();
                       app.add_option("--max-body-bytes", o->http.max_body_bytes, "Largest request body; larger get 413")
                           ->capture_default_str();
                       app.add_option("--http-threads", o->http.http_threads,
-                                     "Connections served at once (each open stream holds one)")
+                                     "Connections served at once: each open stream or kept-alive connection holds a "
+                                     "thread, started when needed; more connections wait")
                           ->capture_default_str();
                       return [o] { return serve(*o); };
                     });

@@ -6,6 +6,8 @@
 
 #include "api/api_error.h"
 #include "core/log.h"
+#include "server/connection_threads.h"
+#include "server/connection_watch.h"
 
 namespace gs::server {
 
@@ -25,14 +27,24 @@ bool is_public_path(const std::string& path) { return path == "/health" || path 
 constexpr auto kStreamPing = std::chrono::seconds(1);
 constexpr auto kStreamPoll = std::chrono::milliseconds(50);
 
+// cpp-httplib 0.11 (as Debian builds it) listens with a backlog of 5: a burst of clients
+// connecting at once (a benchmark starting 100 streams) overflows the accept queue, and the
+// kernel drops their handshakes, to be retried only after a second or more. listen() again on
+// the bound socket only raises the backlog; httplib keeps the descriptor protected, hence this
+// subclass.
+class Listener : public httplib::Server {
+ public:
+  bool raise_backlog(int backlog) { return svr_sock_ != INVALID_SOCKET && ::listen(svr_sock_, backlog) == 0; }
+};
+
 }  // namespace
 
 HttpServer::HttpServer(api::OpenAIService& service, ServerMetrics& metrics, ServerOptions opts)
-    : service_(service), metrics_(metrics), opts_(std::move(opts)), http_(std::make_unique<httplib::Server>()) {
+    : service_(service), metrics_(metrics), opts_(std::move(opts)), http_(std::make_unique<Listener>()) {
   // A client closing its socket must show up as a failed write, not kill the process.
   std::signal(SIGPIPE, SIG_IGN);
   size_t threads = static_cast<size_t>(std::max(4, opts_.http_threads));
-  http_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  http_->new_task_queue = [threads] { return new ConnectionThreads(threads); };
   http_->set_payload_max_length(opts_.max_body_bytes);
   http_->set_keep_alive_max_count(1000);
   http_->set_keep_alive_timeout(5);
@@ -50,6 +62,9 @@ int HttpServer::bind() {
   } else if (!http_->bind_to_port(opts_.host, port)) {
     throw Error("cannot listen on {}:{}: the address is in use or not available", opts_.host, port);
   }
+  if (!static_cast<Listener&>(*http_).raise_backlog(opts_.listen_backlog)) {
+    log::warn("could not raise the listen backlog to {}: bursts of new connections may wait", opts_.listen_backlog);
+  }
   return port;
 }
 
@@ -62,6 +77,21 @@ void HttpServer::begin_shutdown() { shutting_down_ = true; }
 void HttpServer::stop() {
   begin_shutdown();
   if (http_) http_->stop();
+}
+
+void HttpServer::complete(const httplib::Request& req, httplib::Response& res, api::PreparedRequest prepared) {
+  // A plain response is written only at the end, so nothing fails while the request runs:
+  // watch the connection itself, so that a client that gave up does not keep its pages.
+  auto watch = ConnectionWatch::find(req.local_addr, req.local_port, req.remote_addr, req.remote_port);
+  if (!watch) log::warn("{}: cannot find the connection from {}:{}; a disconnect will not abort this request", req.path,
+                        req.remote_addr, req.remote_port);
+  try {
+    send_json(res, 200, service_.complete(std::move(prepared), [&] { return watch && watch->peer_closed(); }));
+  } catch (const api::ClientGone& e) {
+    // Nobody reads this answer; 499 ("client closed request", as nginx logs it) keeps the count.
+    metrics_.on_http_error(499);
+    send_json(res, 499, api::error_body(499, e.what()));
+  }
 }
 
 void HttpServer::install_routes() {
@@ -118,7 +148,7 @@ void HttpServer::install_routes() {
       try {
         api::PreparedRequest prepared = service_.prepare(endpoint, req.body);
         if (!prepared.api.stream) {
-          send_json(res, 200, service_.complete(std::move(prepared)));
+          complete(req, res, std::move(prepared));
           return;
         }
         std::shared_ptr<api::SseStream> stream = service_.stream(std::move(prepared));

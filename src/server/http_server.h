@@ -1,5 +1,5 @@
 // The HTTP face of the OpenAI API: cpp-httplib routes, API-key check, body-size limit, SSE
-// streaming with abort on client disconnect, /metrics, /health, and a graceful stop.
+// streaming, abort on client disconnect (streaming or not), /metrics, /health, and a graceful stop.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -11,6 +11,8 @@
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace gs::server {
@@ -20,7 +22,10 @@ struct ServerOptions {
   int port = 8000;                           // 0: any free port (see HttpServer::bind)
   std::string api_key;                       // empty: no authentication
   size_t max_body_bytes = 16u << 20;         // larger bodies get 413
-  int http_threads = 128;                    // connections served at once (each stream holds one)
+  // Connections served at once: each open stream and each kept-alive connection holds a thread
+  // (started when needed); connections beyond this wait for one to close.
+  int http_threads = 1024;
+  int listen_backlog = 4096;                 // connections the kernel queues before accept (capped by somaxconn)
 };
 
 class HttpServer {
@@ -41,6 +46,8 @@ class HttpServer {
 
  private:
   void install_routes();
+  // A non-streaming generation, aborted when its client disconnects (see connection_watch.h).
+  void complete(const httplib::Request& req, httplib::Response& res, api::PreparedRequest prepared);
 
   api::OpenAIService& service_;
   ServerMetrics& metrics_;

@@ -72,6 +72,12 @@ std::string ServerMetrics::render(const EngineStats& s) const {
   out += fmt::format("gemmaserve_preemptions_total {}\n", s.preemptions);
   metric(out, "gemmaserve_engine_steps_total", "counter", "Engine steps run.");
   out += fmt::format("gemmaserve_engine_steps_total {}\n", s.steps);
+  metric(out, "gemmaserve_engine_overlapped_steps_total", "counter",
+         "Engine steps launched while the step before them still ran on the device.");
+  out += fmt::format("gemmaserve_engine_overlapped_steps_total {}\n", s.overlapped_steps);
+  metric(out, "gemmaserve_discarded_tokens_total", "counter",
+         "Tokens computed ahead for requests that had just finished (the cost of overlapped scheduling).");
+  out += fmt::format("gemmaserve_discarded_tokens_total {}\n", s.discarded_tokens);
 
   ttft_.render(out, "gemmaserve_time_to_first_token_seconds", "Time from request arrival to its first token.");
   itl_.render(out, "gemmaserve_inter_token_latency_seconds", "Time between consecutive tokens of a request.");

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 
 #include "checkpoint/checkpoint.h"
 #include "core/error.h"
@@ -31,6 +33,20 @@ GenerationConfig dummy_generation_config(const std::string& model) {
   fs::path gen = fs::path(model) / "generation_config.json";
   nlohmann::json g = fs::exists(gen) ? read_json_file(gen.string()) : nlohmann::json();
   return GenerationConfig::from_json(g, read_json_file((fs::path(model) / "config.json").string()), gen.string());
+}
+
+// --chat-template FILE: the template source; its special tokens are the tokenizer's.
+std::string read_template_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  GS_CHECK(in.good(), "--chat-template {}: cannot open the file", path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  GS_CHECK(!s.str().empty(), "--chat-template {}: the file is empty", path);
+  return s.str();
+}
+
+std::string token_or(const Tokenizer& tok, int id, const char* fallback) {
+  return id >= 0 && id < tok.vocab_size() ? std::string(tok.token_text(id)) : std::string(fallback);
 }
 
 std::string parameters(const ModelConfig& cfg) {
@@ -92,12 +108,24 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
     }
   }
   auto tokenizer = Tokenizer::load(tok_path);
+  // Prompt ids index the embedding table: a tokenizer larger than the model's vocabulary would
+  // read past it. (Smaller is fine: the demo tokenizer with a preset's dummy weights.)
+  GS_CHECK(tokenizer->vocab_size() <= cfg.vocab_size,
+           "--tokenizer {}: {} token ids, more than the vocabulary of {} ({} ids)", tok_path, tokenizer->vocab_size(),
+           model_arg, cfg.vocab_size);
   std::shared_ptr<const ChatTemplate> tmpl;
-  std::string tmpl_dir = fs::is_directory(tok_path) ? tok_path : fs::path(tok_path).parent_path().string();
-  try {
-    tmpl = std::make_shared<ChatTemplate>(ChatTemplate::from_model_dir(tmpl_dir));
-  } catch (const Error& e) {
-    log::warn("no chat template ({}): /v1/chat/completions is disabled, /v1/completions works", e.what());
+  if (!o.chat_template.empty()) {
+    tmpl = std::make_shared<ChatTemplate>(read_template_file(o.chat_template), token_or(*tokenizer, tokenizer->bos_id(), "<bos>"),
+                                          token_or(*tokenizer, tokenizer->eos_id(), "<eos>"));
+    log::info("chat template: {}", o.chat_template);
+  } else {
+    std::string tmpl_dir = fs::is_directory(tok_path) ? tok_path : fs::path(tok_path).parent_path().string();
+    try {
+      tmpl = std::make_shared<ChatTemplate>(ChatTemplate::from_model_dir(tmpl_dir));
+    } catch (const Error& e) {
+      log::warn("no chat template ({}): /v1/chat/completions is disabled, /v1/completions works; --chat-template "
+                "FILE gives one", e.what());
+    }
   }
 
   std::string name = o.served_model_name;

@@ -16,7 +16,8 @@ namespace gs::server {
 struct StackOptions {
   std::string model;              // directory or preset; empty: the built-in demo model
   std::string load_format = "auto";  // auto: read the checkpoint; dummy: random weights of its shape
-  std::string tokenizer;          // directory or tokenizer.json; empty: the model's own, else the demo's
+  std::string tokenizer;          // directory, tokenizer.json or .gguf; empty: the model's own, else the demo's
+  std::string chat_template;      // a .jinja file; empty: the one beside the tokenizer, if any
   std::string backend;            // cpu | cuda | cuda:N; empty: cuda when available, else cpu
   std::string served_model_name;  // empty: "demo", the preset name or the directory's name
   EngineOptions engine;

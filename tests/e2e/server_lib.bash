@@ -74,3 +74,10 @@ gs_require_node() {
     return 1
   fi
 }
+
+# Where `gemmaserve serve` writes the demo model (and its tokenizer) when it starts without --model.
+GS_DEMO_DIR="${GEMMASERVE_HOME:-$HOME/.cache/gemmaserve}/demo"
+
+# Runs a client command under a 120 s limit; a failure is reported and recorded in the caller's
+# `status` (scripts set status=0 first and exit with it), so the remaining checks still run.
+gs_run() { timeout 120 "$@" || { echo "FAILED ($?): $*"; status=1; }; }

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <atomic>
 #include <regex>
 #include <thread>
 
@@ -170,19 +171,29 @@ TEST_F(HttpServerTest, QueueFullIs429) {
                      429);
 }
 
-// Sends a streaming request on a raw socket, reads a little of the answer and closes.
-void stream_and_hang_up(int port) {
+// Sends a long request on a raw socket; returns the connected descriptor (-1 on failure).
+int send_long_request(int port, bool stream) {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
-  ASSERT_GE(fd, 0);
+  if (fd < 0) return -1;
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_port = htons(static_cast<uint16_t>(port));
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
-  std::string body = R"({"prompt":"x","max_tokens":100000,"stream":true})";
+  std::string body = std::string(R"({"prompt":"x","max_tokens":100000,"stream":)") + (stream ? "true}" : "false}");
   std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
                     std::to_string(body.size()) + "\r\n\r\n" + body;
-  ASSERT_EQ(write(fd, req.data(), req.size()), static_cast<ssize_t>(req.size()));
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Sends a streaming request on a raw socket, reads a little of the answer and closes.
+void stream_and_hang_up(int port) {
+  int fd = send_long_request(port, true);
+  ASSERT_GE(fd, 0);
   char buf[512];
   ASSERT_GT(read(fd, buf, sizeof buf), 0);
   close(fd);
@@ -196,6 +207,61 @@ TEST_F(HttpServerTest, ClientDisconnectAbortsTheRequest) {
   auto m = client->Get("/metrics");
   ASSERT_TRUE(m);
   EXPECT_NE(m->body.find("gemmaserve_request_success_total{finished_reason=\"abort\"} 3"), std::string::npos) << m->body;
+}
+
+TEST_F(HttpServerTest, NonStreamingClientDisconnectAbortsTheRequest) {
+  start();
+  // Hang up on a plain request that would run "forever": nothing is ever written to this
+  // connection before the end, so only watching the socket can notice.
+  for (int i = 1; i <= 3; ++i) {
+    int fd = send_long_request(port, false);
+    ASSERT_GE(fd, 0);
+    ASSERT_TRUE(eventually([&] { return engine->active() == 1; }));
+    close(fd);
+    EXPECT_TRUE(eventually([&] { return engine->active() == 0; })) << "request " << i << " still running";
+    EXPECT_EQ(engine->aborted(), i);
+  }
+  // A client that keeps its connection open is not mistaken for one that left, even with
+  // bytes of a pipelined request waiting in the socket.
+  int fd = send_long_request(port, false);
+  ASSERT_GE(fd, 0);
+  ASSERT_TRUE(eventually([&] { return engine->active() == 1; }));
+  const std::string more = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
+  ASSERT_EQ(write(fd, more.data(), more.size()), static_cast<ssize_t>(more.size()));
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(engine->active(), 1);
+  EXPECT_EQ(engine->aborted(), 3);
+  close(fd);
+  EXPECT_TRUE(eventually([&] { return engine->active() == 0; }));
+  auto m = client->Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find("gemmaserve_request_success_total{finished_reason=\"abort\"} 4"), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("gemmaserve_http_errors_total{status=\"499\"} 4"), std::string::npos) << m->body;
+}
+
+TEST_F(HttpServerTest, ManySimultaneousStreamsAreAllServed) {
+  // More clients than a fixed pool of 128 threads could serve, all connecting at once (a burst
+  // that overflowed httplib's listen backlog of 5); each holds its stream open. Every one must
+  // be running in the engine at the same time, and end cleanly at shutdown.
+  ServerOptions o;
+  o.http_threads = 512;
+  start(o, 20ms);
+  const int clients = 200;
+  std::vector<std::thread> threads;
+  std::atomic<int> answered{0};
+  for (int i = 0; i < clients; ++i) {
+    threads.emplace_back([&] {
+      httplib::Client c("127.0.0.1", port);
+      c.set_read_timeout(30, 0);
+      auto r = c.Post("/v1/completions", R"({"prompt":"x","max_tokens":100000,"stream":true})", "application/json");
+      if (r && r->status == 200) ++answered;
+    });
+  }
+  EXPECT_TRUE(eventually([&] { return engine->active() == clients; }, 10000ms))
+      << engine->active() << " of " << clients << " streams running";
+  server->begin_shutdown();
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(answered, clients);
 }
 
 TEST_F(HttpServerTest, MetricsAreValidPrometheusText) {
