@@ -2,7 +2,10 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <cmath>
+
+#include <fmt/format.h>
 
 #include "core/error.h"
 
@@ -25,7 +28,7 @@ BaseUrl parse_base_url(const std::string& url) {
 }
 
 HttpClient::HttpClient(const std::string& base_url, std::string api_key, double timeout_s)
-    : url_(base_url), base_(parse_base_url(base_url)), api_key_(std::move(api_key)) {
+    : url_(base_url), base_(parse_base_url(base_url)), api_key_(std::move(api_key)), timeout_s_(timeout_s) {
   cli_ = std::make_unique<httplib::Client>(base_.scheme_host_port);
   const auto sec = static_cast<time_t>(timeout_s);
   const auto usec = static_cast<time_t>((timeout_s - std::floor(timeout_s)) * 1e6);
@@ -45,10 +48,34 @@ httplib::Headers headers_for(const std::string& api_key) {
   return h;
 }
 
-HttpReply to_reply(const httplib::Result& r) {
+}  // namespace
+
+std::string describe_failure(const std::string& url, httplib::Error e, const TransferProgress& p, double timeout_s) {
+  const std::string lib = " [httplib: " + httplib::to_string(e) + "]";
+  switch (e) {
+    case httplib::Error::Connection:
+    case httplib::Error::ConnectionTimeout:
+      return "cannot connect to " + url + lib;
+    case httplib::Error::Write:
+      return "the request could not be sent: the server closed or reset the connection" + lib;
+    case httplib::Error::Read:
+      if (timeout_s > 0 && p.idle_s >= timeout_s * 0.99) {
+        return fmt::format("no data from the server for {:g} s (--timeout){}", p.idle_s, lib);
+      }
+      if (p.status == 0) return "the server closed or reset the connection before any response" + lib;
+      return fmt::format("the server closed or reset the connection after HTTP {} and {} body bytes{}", p.status,
+                         p.body_bytes, lib);
+    default:
+      return "request failed" + lib;
+  }
+}
+
+namespace {
+
+HttpReply to_reply(const httplib::Result& r, const std::string& url, double timeout_s) {
   HttpReply out;
   if (!r) {
-    out.error = httplib::to_string(r.error());
+    out.error = describe_failure(url, r.error(), {}, timeout_s);
     return out;
   }
   out.status = r->status;
@@ -59,11 +86,11 @@ HttpReply to_reply(const httplib::Result& r) {
 }  // namespace
 
 HttpReply HttpClient::get(const std::string& path) {
-  return to_reply(cli_->Get(base_.path_prefix + path, headers_for(api_key_)));
+  return to_reply(cli_->Get(base_.path_prefix + path, headers_for(api_key_)), url_, 0);
 }
 
 HttpReply HttpClient::post_json(const std::string& path, const nlohmann::json& body) {
-  return to_reply(cli_->Post(base_.path_prefix + path, headers_for(api_key_), body.dump(), "application/json"));
+  return to_reply(cli_->Post(base_.path_prefix + path, headers_for(api_key_), body.dump(), "application/json"), url_, 0);
 }
 
 HttpReply HttpClient::post_stream(const std::string& path, const nlohmann::json& body,
@@ -76,12 +103,17 @@ HttpReply HttpClient::post_stream(const std::string& path, const nlohmann::json&
   req.headers.emplace("Accept", "text/event-stream");
   req.set_header("Content-Type", "application/json");
   req.body = body.dump();
+  TransferProgress progress;
+  auto last_byte = std::chrono::steady_clock::now();
   req.response_handler = [&](const httplib::Response& res) {
-    out.status = res.status;
+    out.status = progress.status = res.status;
+    last_byte = std::chrono::steady_clock::now();
     return true;
   };
   // Error bodies are collected whole; a 200 body goes to the caller piece by piece.
   req.content_receiver = [&](const char* data, size_t n, uint64_t, uint64_t) {
+    progress.body_bytes += n;
+    last_byte = std::chrono::steady_clock::now();
     if (out.status != 200) {
       out.body.append(data, n);
       return true;
@@ -89,7 +121,10 @@ HttpReply HttpClient::post_stream(const std::string& path, const nlohmann::json&
     return on_bytes(std::string_view(data, n));
   };
   auto r = cli_->send(req);
-  if (!r && r.error() != httplib::Error::Canceled) out.error = httplib::to_string(r.error());
+  if (!r && r.error() != httplib::Error::Canceled) {
+    progress.idle_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_byte).count();
+    out.error = describe_failure(url_, r.error(), progress, timeout_s_);
+  }
   return out;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -11,6 +12,7 @@
 
 namespace httplib {
 class Client;
+enum class Error;
 }
 
 namespace gs::bench {
@@ -26,8 +28,20 @@ BaseUrl parse_base_url(const std::string& url);
 struct HttpReply {
   int status = 0;  // 0: no HTTP response at all (see error)
   std::string body;
-  std::string error;  // connection-level failure, empty when a response came
+  std::string error;  // connection-level failure, empty when the whole response came
 };
+
+// How far a response got before it failed, and how long nothing had arrived.
+struct TransferProgress {
+  int status = 0;         // 0: no response header yet
+  uint64_t body_bytes = 0;
+  double idle_s = 0;      // since the last byte (or the request, when none came)
+};
+
+// One line saying what went wrong, where, and httplib's own name for it, e.g. "the server closed
+// or reset the connection before any response [httplib: Read]". timeout_s: the per-read timeout
+// in force (a Read failure after that long without data is reported as a timeout); 0: unknown.
+std::string describe_failure(const std::string& url, httplib::Error e, const TransferProgress& p, double timeout_s);
 
 class HttpClient {
  public:
@@ -56,6 +70,7 @@ class HttpClient {
   std::string url_;
   BaseUrl base_;
   std::string api_key_;
+  double timeout_s_;
   std::unique_ptr<httplib::Client> cli_;
 };
 

@@ -1,4 +1,6 @@
 // The `random` dataset: prompts of exact token lengths made from random token ids.
+#include <algorithm>
+#include <cstdlib>
 #include <random>
 
 #include "bench/dataset.h"
@@ -29,31 +31,35 @@ struct ExactText {
 };
 
 // Decoding ids and encoding the text again need not give the same ids (tokens merge across the
-// joins), so adjust: cut what is too long, top up what is too short, until the text encodes to
-// `target` tokens. `fixed` ids (the shared prefix) are never changed.
+// joins, the prefix's last token with the first drawn one included), so adjust the drawn ids by the
+// miss: cut from the end what is too long, draw more for what is too short, until the text encodes
+// to `target` tokens. A redraw every few attempts escapes a cut and a top-up that keep undoing each
+// other. `fixed` ids (the shared prefix) are never changed.
 ExactText exact_length_text(const Tokenizer& tok, const std::vector<int>& fixed, std::vector<int> ids, int target,
                             const std::vector<int>& pool, std::mt19937_64& rng) {
   std::uniform_int_distribution<size_t> pick(0, pool.size() - 1);
+  const size_t own_target = size_t(std::max(target - static_cast<int>(fixed.size()), 0));
   ExactText best;
   int best_gap = -1;
-  for (int attempt = 0; attempt < 32; ++attempt) {
+  for (int attempt = 0; attempt < 64; ++attempt) {
     std::vector<int> all = fixed;
     all.insert(all.end(), ids.begin(), ids.end());
     std::string text = tok.decode(all);
-    const std::vector<int> enc = tok.encode(text);
-    const int n = static_cast<int>(enc.size());
+    const int n = static_cast<int>(tok.encode(text).size());
     const int gap = std::abs(n - target);
     if (best_gap < 0 || gap < best_gap) {
       best = {text, n};
       best_gap = gap;
     }
     if (n == target) return best;
-    // Keep the re-encoded ids beyond the prefix (they are what the text really is) and fix the count.
-    const size_t keep_from = std::min(fixed.size(), enc.size());
-    ids.assign(enc.begin() + static_cast<long>(keep_from), enc.end());
-    const int own_target = target - static_cast<int>(fixed.size());
-    if (static_cast<int>(ids.size()) > own_target) ids.resize(static_cast<size_t>(std::max(own_target, 0)));
-    while (static_cast<int>(ids.size()) < own_target) ids.push_back(pool[pick(rng)]);
+    if (attempt % 8 == 7) {
+      ids.resize(own_target);
+      for (int& id : ids) id = pool[pick(rng)];
+    } else if (n > target) {
+      ids.resize(ids.size() - std::min(ids.size(), size_t(n - target)));
+    } else {
+      for (int k = 0; k < target - n; ++k) ids.push_back(pool[pick(rng)]);
+    }
   }
   return best;
 }

@@ -33,24 +33,38 @@ nlohmann::json request_body(const RequestSettings& s, const BenchRequest& req) {
 
 namespace {
 
-// The generated text of a chunk's first choice ("" when it carries none).
-std::string chunk_text(const nlohmann::json& data, ApiEndpoint e) {
+// What a chunk's first choice says about generated tokens.
+struct ChunkTokens {
+  bool carries_tokens = false;  // a generation step reported by this chunk (its text may be "")
+  std::string text;
+};
+
+ChunkTokens chunk_tokens(const nlohmann::json& data, ApiEndpoint e) {
+  ChunkTokens out;
   auto choices = data.find("choices");
-  if (choices == data.end() || !choices->is_array() || choices->empty()) return {};
+  if (choices == data.end() || !choices->is_array() || choices->empty()) return out;  // usage-only
   const auto& c = (*choices)[0];
   if (e == ApiEndpoint::Completions) {
     auto t = c.find("text");
-    return t != c.end() && t->is_string() ? t->get<std::string>() : std::string();
+    out.carries_tokens = t != c.end() && t->is_string();
+    if (out.carries_tokens) out.text = t->get<std::string>();
+    return out;
   }
   auto delta = c.find("delta");
-  if (delta == c.end() || !delta->is_object()) return {};
-  std::string text;
-  // Reasoning text is generated text too (SGLang's client counts reasoning_content chunks).
-  for (const char* key : {"reasoning_content", "content"}) {
+  if (delta == c.end() || !delta->is_object()) return out;
+  bool has_field = delta->contains("tool_calls");
+  // Reasoning text is generated text too (SGLang's client counts reasoning_content chunks;
+  // newer vLLM calls the field "reasoning").
+  for (const char* key : {"reasoning_content", "reasoning", "content"}) {
     auto v = delta->find(key);
-    if (v != delta->end() && v->is_string()) text += v->get<std::string>();
+    if (v == delta->end() || !v->is_string()) continue;
+    has_field = true;
+    out.text += v->get<std::string>();
   }
-  return text;
+  // A role announcement ({"role":"assistant","content":""}) is not a token unless it also
+  // carries text; a finish-only chunk (empty delta) is not one either.
+  out.carries_tokens = delta->contains("role") ? !out.text.empty() : has_field;
+  return out;
 }
 
 }  // namespace
@@ -78,14 +92,14 @@ void StreamTimer::on_payload(const std::string& payload, double t, RequestResult
       r.prompt_len = pt->get<int>();
     }
   }
-  const std::string text = chunk_text(data, endpoint_);
-  if (text.empty()) return;
+  const ChunkTokens c = chunk_tokens(data, endpoint_);
+  if (!c.carries_tokens) return;
   if (chunks_ == 0) r.ttft = t;
   else r.itl.push_back(t - last_);
   last_ = t;
   r.latency = t;
   ++chunks_;
-  r.generated_text += text;
+  r.generated_text += c.text;
 }
 
 RequestResult run_stream_request(HttpClient& client, const RequestSettings& s, const BenchRequest& req,
@@ -122,11 +136,13 @@ RequestResult run_stream_request(HttpClient& client, const RequestSettings& s, c
   if (!failure.empty()) {
     r.error = failure;
   } else if (!reply.error.empty()) {
-    r.error = "connection failed: " + reply.error;
+    r.error = reply.error;
   } else if (reply.status != 200) {
     r.error = "HTTP " + std::to_string(reply.status) + ": " + reply.body.substr(0, 1000);
-  } else if (!timer.any_text()) {
-    r.error = "the stream carried no generated text (no TTFT can be measured)";
+  } else if (!timer.any_tokens()) {
+    r.error = "the stream carried no generated tokens (no TTFT can be measured)";
+  } else if (!timer.done()) {
+    r.error = "the stream ended without \"data: [DONE]\" (cut short by the server)";
   } else {
     r.success = true;
   }

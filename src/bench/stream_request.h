@@ -1,16 +1,21 @@
 // One benchmark request: send it streaming and time what comes back, with the conventions of
 // vLLM's benchmark clients (vllm/benchmarks/lib/endpoint_request_func.py,
 // async_request_openai_completions / _chat_completions) and SGLang's bench_serving.py:
-//  - TTFT: from sending to the first chunk that carries generated text. Like SGLang's clients we
-//    skip chunks with empty text (a chat "role" chunk, a usage-only chunk): some servers send the
-//    role chunk before any token exists, and counting it would report a TTFT no token had.
-//  - ITL: one gap per text-carrying chunk after the first. A chunk that carries several tokens
-//    (speculative decoding, a detokenizer holding bytes back) still gives ONE gap, not one per
-//    token: this is vLLM's convention for the OpenAI endpoints (SGLang splits the gap evenly
-//    over the tokens only for its native /generate backend).
-//  - E2E latency: from sending to the last text-carrying chunk (vLLM: most_recent_timestamp - st).
+//  - A token chunk is one that reports a generation step: a completions choice with a "text"
+//    field, or a chat delta with "content" / "reasoning_content" / "tool_calls", even when the
+//    text is "" (servers send "" for tokens that show no text yet: a held-back byte sequence, a
+//    skipped special token; vLLM's client counts those chunks too). Not token chunks: usage-only
+//    chunks (no choices), a chat finish-only chunk (empty delta) and the chat role announcement
+//    ({"role":"assistant","content":""}), which some servers send before any token exists.
+//  - TTFT: from sending to the first token chunk.
+//  - ITL: one gap per token chunk after the first. A chunk that carries several tokens
+//    (speculative decoding) still gives ONE gap, not one per token: this is vLLM's convention for
+//    the OpenAI endpoints (SGLang splits the gap evenly over the tokens only for its native
+//    /generate backend). A server that sends one chunk per token gives completion_tokens - 1 gaps.
+//  - E2E latency: from sending to the last token chunk (vLLM: most_recent_timestamp - st).
 //  - Output tokens: usage.completion_tokens when the server sends a usage chunk
-//    (stream_options.include_usage); otherwise the caller counts tokens of the generated text.
+//    (stream_options.include_usage, which every request asks for); otherwise the caller counts
+//    tokens of the generated text (vLLM: len(tokenizer(text, add_special_tokens=False))).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -52,7 +57,7 @@ class StreamTimer {
   explicit StreamTimer(ApiEndpoint e) : endpoint_(e) {}
   void on_payload(const std::string& payload, double t, RequestResult& r);
   bool done() const { return done_; }
-  bool any_text() const { return chunks_ > 0; }
+  bool any_tokens() const { return chunks_ > 0; }
 
  private:
   ApiEndpoint endpoint_;

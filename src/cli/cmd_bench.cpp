@@ -2,8 +2,10 @@
 // SGLang), measuring on the client the way `vllm bench serve` does. Option names follow vLLM's.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <map>
 #include <iostream>
 #include <limits>
 
@@ -117,6 +119,24 @@ std::string with_suffix(const std::string& path, const std::string& suffix) {
   return path.substr(0, dot) + "." + suffix + path.substr(dot);
 }
 
+// Failed requests, grouped by what went wrong (each request's own error is in --output-requests).
+void report_failures(const std::vector<RequestResult>& results) {
+  std::map<std::string, int> by_error;
+  int failed = 0;
+  for (const auto& r : results) {
+    if (r.success) continue;
+    ++failed;
+    ++by_error[r.error.substr(0, 300)];
+  }
+  if (failed == 0) return;
+  std::vector<std::pair<int, std::string>> sorted;
+  for (auto& [e, n] : by_error) sorted.emplace_back(n, e);
+  std::sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+  log::warn("{} of {} requests failed:", failed, results.size());
+  for (size_t i = 0; i < sorted.size() && i < 5; ++i) log::warn("  {} x {}", sorted[i].first, sorted[i].second);
+  if (sorted.size() > 5) log::warn("  ... and {} other errors (see --output-requests)", sorted.size() - 5);
+}
+
 // Per-request JSONL and per-run plots; `run_name` is empty for a single run.
 void write_run_files(const BenchOptions& o, const std::string& run_name, const BenchmarkRun& b) {
   if (!o.output_requests.empty()) write_text_file(with_suffix(o.output_requests, run_name), requests_jsonl(b.run.results));
@@ -179,14 +199,7 @@ int run(BenchOptions o) {
       if (b.spec_accept_length) j["spec_decode_acceptance_length"] = *b.spec_accept_length;
       write_text_file(o.output_json, j.dump(2) + "\n");
     }
-    if (b.metrics.failed > 0) {
-      for (const auto& r : b.run.results) {
-        if (!r.success) {
-          log::warn("{} requests failed; the first: {}", b.metrics.failed, r.error);
-          break;
-        }
-      }
-    }
+    report_failures(b.run.results);
     return b.metrics.completed > 0 ? 0 : 1;
   }
 
@@ -201,6 +214,7 @@ int run(BenchOptions o) {
     const BenchmarkRun b = run_benchmark(l, s, dataset, tok.get(), slo);
     std::cout << metrics_table(b.metrics, {l.max_concurrency, l.request_rate, b.spec_accept_length}) << std::flush;
     write_run_files(o, fmt::format("{}_{:g}", sweep_param_name(sweep->param), v), b);
+    report_failures(b.run.results);
     points.push_back({v, b.metrics});
     runs_extra.push_back(b.spec_accept_length ? nlohmann::json(*b.spec_accept_length) : nlohmann::json(nullptr));
     failed += b.metrics.failed;

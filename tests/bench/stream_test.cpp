@@ -61,16 +61,44 @@ TEST(StreamTimer, ChatSkipsRoleAndUsageChunksAndGivesOneGapPerChunk) {
   EXPECT_EQ(r.prompt_len, 7);  // taken from usage only when the dataset did not know it
 }
 
+TEST(StreamTimer, ChatTokensWithoutTextStillCount) {
+  // A server that sends one chunk per token, "" for tokens with no text yet (vLLM does).
+  RequestResult r;
+  StreamTimer t(ApiEndpoint::ChatCompletions);
+  t.on_payload(R"({"choices":[{"delta":{"role":"assistant"}}]})", 0.01, r);
+  t.on_payload(R"({"choices":[{"delta":{"content":""}}]})", 0.10, r);
+  t.on_payload(R"({"choices":[{"delta":{"content":"\u00e9"}}]})", 0.11, r);
+  t.on_payload(R"({"choices":[{"delta":{"content":""},"finish_reason":"length"}]})", 0.13, r);
+  t.on_payload(R"({"choices":[],"usage":{"prompt_tokens":2,"completion_tokens":3}})", 0.14, r);
+  EXPECT_DOUBLE_EQ(r.ttft, 0.10);
+  ASSERT_EQ(r.itl.size(), 2u);  // completion_tokens - 1
+  EXPECT_DOUBLE_EQ(r.latency, 0.13);
+  EXPECT_EQ(r.generated_text, "\xC3\xA9");
+  EXPECT_EQ(r.output_tokens, 3);
+}
+
+TEST(StreamTimer, ChatRoleChunkWithTextIsAToken) {
+  RequestResult r;
+  StreamTimer t(ApiEndpoint::ChatCompletions);
+  t.on_payload(R"({"choices":[{"delta":{"role":"assistant","content":"Hi"}}]})", 0.2, r);
+  EXPECT_DOUBLE_EQ(r.ttft, 0.2);
+  EXPECT_EQ(r.generated_text, "Hi");
+  EXPECT_TRUE(t.any_tokens());
+}
+
 TEST(StreamTimer, CompletionsTextAndErrors) {
   RequestResult r;
   r.prompt_len = 3;
   StreamTimer t(ApiEndpoint::Completions);
-  t.on_payload(R"({"choices":[{"text":""}]})", 0.1, r);
+  t.on_payload(R"({"choices":[{"text":""}]})", 0.1, r);  // a token with no text yet: counts (vLLM)
   t.on_payload(R"({"choices":[{"text":"a"}],"usage":null})", 0.2, r);
-  t.on_payload(R"({"choices":[{"text":"b"}],"usage":{"prompt_tokens":9,"completion_tokens":2}})", 0.3, r);
-  EXPECT_DOUBLE_EQ(r.ttft, 0.2);
+  t.on_payload(R"({"choices":[{"text":"b"}],"usage":{"prompt_tokens":9,"completion_tokens":3}})", 0.3, r);
+  t.on_payload(R"({"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":3}})", 0.4, r);
+  EXPECT_DOUBLE_EQ(r.ttft, 0.1);
+  EXPECT_EQ(r.itl.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.latency, 0.3);
   EXPECT_EQ(r.prompt_len, 3);
-  EXPECT_EQ(r.output_tokens, 2);
+  EXPECT_EQ(r.output_tokens, 3);
   EXPECT_THROW(t.on_payload("{not json", 0.4, r), Error);
   EXPECT_THROW(t.on_payload(R"({"error":{"message":"boom"}})", 0.4, r), Error);
 }
@@ -97,7 +125,8 @@ TEST(RequestBody, EndpointsIgnoreEosAndExtraBody) {
 }
 
 // A fake OpenAI server: /v1/completions streams `max_tokens` one-letter chunks (a usage chunk
-// at the end unless the prompt is "nousage"); the prompt "fail" gets a 400; /metrics exposes
+// at the end unless the prompt is "nousage"); the prompt "fail" gets a 400, "cut" drops the
+// connection after two chunks, "nodone" ends the stream cleanly without [DONE]; /metrics exposes
 // vLLM's speculative decoding counters, which grow by 3 drafts / 6 accepted per request.
 class FakeServer {
  public:
@@ -114,11 +143,16 @@ class FakeServer {
       accepted_ += 6;
       const int n = body["max_tokens"];
       const bool usage = prompt != "nousage";
-      res.set_chunked_content_provider("text/event-stream", [n, usage](size_t, httplib::DataSink& sink) {
+      res.set_chunked_content_provider("text/event-stream", [n, usage, prompt](size_t, httplib::DataSink& sink) {
         for (int i = 0; i < n; ++i) {
           std::this_thread::sleep_for(std::chrono::milliseconds(2));
           const std::string c = "data: {\"choices\":[{\"text\":\"x\"}]}\n\n";
           sink.write(c.data(), c.size());
+          if (prompt == "cut" && i == 1) return false;  // httplib closes without the last chunk
+        }
+        if (prompt == "nodone") {
+          sink.done();
+          return true;
         }
         std::string tail = usage ? "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":" +
                                        std::to_string(n) + "}}\n\n"
@@ -189,6 +223,33 @@ TEST(LoadRunner, RunsAgainstAFakeServerAndMeasuresEveryChunk) {
   EXPECT_DOUBLE_EQ(*b.spec_accept_length, 3.0);
 }
 
+TEST(LoadRunner, BrokenStreamsSayWhatHappened) {
+  FakeServer server;
+  LoadOptions o;
+  o.base_url = server.url();
+  o.progress = false;
+  o.timeout_s = 30;
+  RequestSettings s;
+  s.model = "m";
+  const BenchmarkRun b = run_benchmark(o, s, {{"cut", 4, 6}, {"nodone", 4, 3}, {"ok", 4, 3}}, nullptr, {});
+  EXPECT_EQ(b.metrics.failed, 2);
+  EXPECT_NE(b.run.results[0].error.find("closed or reset the connection after HTTP 200 and"), std::string::npos)
+      << b.run.results[0].error;
+  EXPECT_NE(b.run.results[0].error.find("[httplib: Read"), std::string::npos) << b.run.results[0].error;
+  EXPECT_NE(b.run.results[1].error.find("without \"data: [DONE]\""), std::string::npos) << b.run.results[1].error;
+  EXPECT_TRUE(b.run.results[2].success) << b.run.results[2].error;
+}
+
+TEST(HttpClient, FailuresAreDescribed) {
+  TransferProgress none;
+  EXPECT_EQ(describe_failure("http://h:1", httplib::Error::Read, none, 600),
+            "the server closed or reset the connection before any response [httplib: Read]");
+  TransferProgress quiet{200, 42, 5.0};
+  EXPECT_EQ(describe_failure("http://h:1", httplib::Error::Read, quiet, 5),
+            "no data from the server for 5 s (--timeout) [httplib: Read]");
+  EXPECT_NE(describe_failure("http://h:1", httplib::Error::Write, none, 5).find("could not be sent"), std::string::npos);
+}
+
 TEST(LoadRunner, ConnectionFailuresAreFailedRequestsNotCrashes) {
   // A port that was free a moment ago and has no listener now: connecting is refused at once.
   int port = 0;
@@ -212,7 +273,8 @@ TEST(LoadRunner, ConnectionFailuresAreFailedRequestsNotCrashes) {
   s.model = "m";
   const BenchmarkRun b = run_benchmark(o, s, {{"a", 1, 2}, {"b", 1, 2}}, nullptr, {});
   EXPECT_EQ(b.metrics.failed, 2);
-  EXPECT_NE(b.run.results[0].error.find("connection failed"), std::string::npos);
+  EXPECT_EQ(b.run.results[0].error.rfind("cannot connect to " + o.base_url + " [httplib: Connection", 0), 0u)
+      << b.run.results[0].error;
   EXPECT_FALSE(b.spec_accept_length.has_value());
 }
 

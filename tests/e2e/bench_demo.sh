@@ -10,23 +10,22 @@ source "$src/tests/e2e/server_lib.bash"
 work="$(mktemp -d)"
 trap 'gs_cleanup; rm -rf "$work"' EXIT
 gs_start_server "$bin" "$work/server.log" --backend cpu --max-model-len 512 --max-num-seqs 8
-demo="${GEMMASERVE_HOME:-$HOME/.cache/gemmaserve}/demo"  # the server created the demo model there
+demo="$GS_DEMO_DIR"  # the server created the demo model there
 status=0
-run() { timeout 120 "$@" || { echo "FAILED ($?): $*"; status=1; }; }
 
 common=(--base-url "$GS_BASE_URL" --tokenizer "$demo" --dataset-name random
         --random-input-len 32 --random-output-len 8 --random-range-ratio 0.5 --max-concurrency 4
         --ignore-eos --seed 7 --disable-tqdm)
-run "$bin" bench "${common[@]}" --num-prompts 20 --random-range-mode sglang --warmup-requests 2 --goodput ttft:60000 tpot:60000 \
+gs_run "$bin" bench "${common[@]}" --num-prompts 20 --random-range-mode sglang --warmup-requests 2 --goodput ttft:60000 tpot:60000 \
   --output-json "$work/completions.json" --output-requests "$work/requests.jsonl" --plot "$work/plots" \
   --request-rate 50 --burstiness 0.8
-run "$bin" bench "${common[@]}" --num-prompts 20 --random-range-mode vllm --random-prefix-len 8 --endpoint /v1/chat/completions \
+gs_run "$bin" bench "${common[@]}" --num-prompts 20 --random-range-mode vllm --random-prefix-len 8 --endpoint /v1/chat/completions \
   --output-json "$work/chat.json"
-run "$bin" bench "${common[@]}" --num-prompts 6 --sweep max-concurrency=1,3 --output-json "$work/sweep.json" \
+gs_run "$bin" bench "${common[@]}" --num-prompts 6 --sweep max-concurrency=1,3 --output-json "$work/sweep.json" \
   --plot "$work/sweep_plots"
-run "$bin" eval --base-url "$GS_BASE_URL" --dataset "$src/fixtures/eval/mini_mc.jsonl" --concurrency 4 \
+gs_run "$bin" eval --base-url "$GS_BASE_URL" --dataset "$src/fixtures/eval/mini_mc.jsonl" --concurrency 4 \
   --max-tokens 8 --output "$work/eval_gen.jsonl" --output-json "$work/eval_gen.json" --disable-tqdm
-run "$bin" eval --base-url "$GS_BASE_URL" --dataset "$src/fixtures/eval/mini_mc.jsonl" --mode loglikelihood \
+gs_run "$bin" eval --base-url "$GS_BASE_URL" --dataset "$src/fixtures/eval/mini_mc.jsonl" --mode loglikelihood \
   --limit 6 --output "$work/eval_ll.jsonl" --output-json "$work/eval_ll.json" --disable-tqdm
 
 # A wrong option value is a clear error, not a crash.

@@ -12,7 +12,14 @@
 #   H200, so run them in separate calls when a call is limited to ~9 minutes. The table at the end
 #   covers every variant whose JSONs are in RESULTS_DIR, so calls can be split and the last one
 #   prints everything.
-# Environment: GS_BENCH_SERVE_ARGS (extra `serve` options), GS_BENCH_C100_PROMPTS (default 1000).
+# Tokenizer: the real Gemma-4 vocabulary (.cache/testdata/gemma4/ggml-vocab-gemma-4.gguf, from
+#   scripts/fetch-test-data.sh) for both the server and the client, so prompts are real Gemma-4
+#   token sequences and every sampled id decodes as it would with real weights; the official chat
+#   template goes with it. Without that file, both fall back to the demo tokenizer (a warning says
+#   so): prompt lengths stay exact, but most sampled ids have no text in it.
+# Environment: GS_BENCH_SERVE_ARGS (extra `serve` options), GS_BENCH_C100_PROMPTS (default 1000),
+#   GS_COOKBOOK_TOKENIZER (a tokenizer for server and client instead of the GGUF vocabulary),
+#   GS_COOKBOOK_CHAT_TEMPLATE (a chat template file for the server).
 set -euo pipefail
 build="$(cd "$1" && pwd)"; results="$2"; shift 2
 variants=("$@")
@@ -23,16 +30,28 @@ bin="$build/bin/gemmaserve"
 mkdir -p "$results"
 source "$src/tests/e2e/server_lib.bash"
 trap gs_cleanup EXIT
-demo_tok="${GEMMASERVE_HOME:-$HOME/.cache/gemmaserve}/demo"  # presets have no tokenizer: the server uses the demo one
 c100_prompts="${GS_BENCH_C100_PROMPTS:-1000}"
+tokenizer="${GS_COOKBOOK_TOKENIZER:-$src/.cache/testdata/gemma4/ggml-vocab-gemma-4.gguf}"
+template="${GS_COOKBOOK_CHAT_TEMPLATE:-$src/.cache/testdata/gemma4/templates/google-gemma-4-31B-it.jinja}"
+serve_tok=()
+if [ -e "$tokenizer" ]; then
+  serve_tok=(--tokenizer "$tokenizer")
+  [ -f "$template" ] && serve_tok+=(--chat-template "$template")
+else
+  [ -z "${GS_COOKBOOK_TOKENIZER:-}" ] || { echo "GS_COOKBOOK_TOKENIZER=$tokenizer does not exist" >&2; exit 1; }
+  echo "warning: no $tokenizer (run scripts/fetch-test-data.sh): using the demo tokenizer, whose few ids" \
+       "leave most sampled tokens without text" >&2
+  tokenizer="${GEMMASERVE_HOME:-$HOME/.cache/gemmaserve}/demo"  # what the server falls back to for presets
+fi
+echo "tokenizer (server and client): $tokenizer"
 
 for v in "${variants[@]}"; do
   case "$v" in e2b|e4b|26b-a4b|31b) ;; *) echo "unknown variant '$v' (e2b, e4b, 26b-a4b, 31b)" >&2; exit 1 ;; esac
   echo "==== $v: starting the server (dummy weights) ===="
   # shellcheck disable=SC2086
   gs_start_server "$bin" "$results/${v}_server.log" --model "$v" --load-format dummy --backend cuda \
-    --max-num-seqs 128 ${GS_BENCH_SERVE_ARGS:-}
-  common=(--base-url "$GS_BASE_URL" --tokenizer "$demo_tok" --dataset-name random --random-input-len 1024
+    --max-num-seqs 128 "${serve_tok[@]}" ${GS_BENCH_SERVE_ARGS:-}
+  common=(--base-url "$GS_BASE_URL" --tokenizer "$tokenizer" --dataset-name random --random-input-len 1024
           --random-output-len 1024 --random-range-mode sglang --random-range-ratio 0 --ignore-eos --seed 1
           --disable-tqdm)
   "$bin" bench "${common[@]}" --max-concurrency 1 --num-prompts 10 --warmup-requests 1 \
