@@ -17,6 +17,20 @@ reference are those of a bf16 forward of such a model, per fixture where a fixtu
 more sensitive (SENSITIVE below, with the reason), and the mode-consistency check carries the
 exactness.
 
+When the fixture also holds logits_hf_bf16.npy (tools/reference/bf16_reference.py: transformers'
+own forward in bf16 on the GPU), the bounds against the f32 reference come from it instead: the
+backend must be about as close to f32 as the reference itself is at the same precision:
+- the median over rows of the per-row relative L2 error <= 1.5 x the reference's + 0.01: the
+  systematic error of the bf16 forward (a wrong rounding point, a missing f32 accumulation);
+- top-1 agreement >= the reference's - 0.05 on the same confident rows;
+- the whole-tensor relative L2 <= 2.5 x the reference's + 0.02, a catch-all only: in these tiny
+  random models single rows are chaotic (a near-tied MoE router choice or norm flips, and the row
+  moves by 50-90% in ours and the reference alike, in different rows), so the whole-tensor
+  figure of two equally good bf16 forwards differs by up to ~2x (measured on an H200,
+  2026-11-22: multimodal 0.142 vs 0.067 from one row, moe 0.39 vs 0.26; medians 0.015 vs 0.018
+  and 0.055 vs 0.036).
+--bf16-ref DIR reads those files from DIR/<combo>/ instead.
+
 usage: parity.py GEMMASERVE FIXTURES_DIR [--backend cuda] [--log FILE]
 Exit status 0 when every case passes.
 """
@@ -49,6 +63,11 @@ def compare(out, ref, margin):
     return rel, float(np.abs(out - ref).max()), frac, int(confident.sum())
 
 
+def median_row_rel(out, ref):
+    """Median over rows of ||out_r - ref_r|| / ||ref_r||: the typical row, blind to a chaotic one."""
+    return float(np.median(np.linalg.norm(out - ref, axis=1) / np.maximum(np.linalg.norm(ref, axis=1), 1e-30)))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("gemmaserve")
@@ -59,6 +78,10 @@ def main():
     ap.add_argument("--margin", type=float, default=0.5, help="top-2 margin of a confident row")
     ap.add_argument("--min-agree", type=float, default=0.95, help="top-1 agreement on confident rows")
     ap.add_argument("--log", default=None)
+    ap.add_argument("--outputs", default=None,
+                    help="check outputs kept by an earlier --keep run (DIR/<combo>-<mode>.npy) instead of running")
+    ap.add_argument("--keep", default=None, help="copy each backend output to KEEP/<combo>-<mode>.npy")
+    ap.add_argument("--bf16-ref", default=None, help="folder of <combo>/logits_hf_bf16.npy (default: the fixtures)")
     a = ap.parse_args()
 
     log = open(a.log, "w") if a.log else sys.stderr
@@ -69,18 +92,39 @@ def main():
             d = os.path.join(a.fixtures, combo)
             ref = np.load(os.path.join(d, "logits.npy")).astype(np.float64)
             rel_tol, agree_tol, mode_tol, why = SENSITIVE.get(combo, (a.rel_tol, a.min_agree, a.mode_tol, ""))
+            bf16_path = os.path.join(a.bf16_ref or a.fixtures, combo, "logits_hf_bf16.npy")
+            hf_bf16, median_tol = None, None
+            if os.path.exists(bf16_path):
+                hf_bf16 = np.load(bf16_path).astype(np.float64)
+                hf_rel, _, hf_agree, _ = compare(hf_bf16, ref, a.margin)
+                hf_median = median_row_rel(hf_bf16, ref)
+                rel_tol = round(2.5 * hf_rel + 0.02, 4)
+                median_tol = round(1.5 * hf_median + 0.01, 4)
+                agree_tol = round(hf_agree - 0.05, 3)
+                why = f"bounds from HF bf16: rel {hf_rel:.2e}, median row {hf_median:.3f}, top1 {hf_agree:.3f}"
             prefill = None
             for mode, extra in MODES:
-                out_path = os.path.join(tmp, f"{combo}-{mode}.npy")
-                cmd = [a.gemmaserve, "logits", "--model", d, "--tokens", os.path.join(d, "tokens.npy"),
-                       "--out", out_path, "--backend", a.backend, "--mode", mode] + extra
-                p = subprocess.run(cmd, capture_output=True, text=True)
-                log.write(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}\n")
-                if p.returncode != 0:
-                    rows.append((combo, mode, "ERROR", "", "", "", f"exit {p.returncode}: {p.stderr.strip()[-120:]}"))
-                    ok_all = False
-                    continue
+                if a.outputs:
+                    out_path = os.path.join(a.outputs, f"{combo}-{mode}.npy")
+                    if not os.path.exists(out_path):
+                        rows.append((combo, mode, "ERROR", "", "", "", f"no {out_path}"))
+                        ok_all = False
+                        continue
+                else:
+                    out_path = os.path.join(tmp, f"{combo}-{mode}.npy")
+                    cmd = [a.gemmaserve, "logits", "--model", d, "--tokens", os.path.join(d, "tokens.npy"),
+                           "--out", out_path, "--backend", a.backend, "--mode", mode] + extra
+                    p = subprocess.run(cmd, capture_output=True, text=True)
+                    log.write(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}\n")
+                    if p.returncode != 0:
+                        rows.append((combo, mode, "ERROR", "", "", "",
+                                     f"exit {p.returncode}: {p.stderr.strip()[-120:]}"))
+                        ok_all = False
+                        continue
                 out = np.load(out_path).astype(np.float64)
+                if a.keep:
+                    os.makedirs(a.keep, exist_ok=True)
+                    np.save(os.path.join(a.keep, f"{combo}-{mode}.npy"), out.astype(np.float32))
                 if out.shape != ref.shape or not np.isfinite(out).all():
                     rows.append((combo, mode, "FAIL", "", "", "", f"shape {out.shape} / non-finite values"))
                     ok_all = False
@@ -90,13 +134,20 @@ def main():
                     prefill = out
                 vs_prefill = float(np.linalg.norm(out - prefill) / np.linalg.norm(prefill)) if prefill is not None else 0
                 ok = rel <= rel_tol and agree >= agree_tol and vs_prefill <= mode_tol
+                median = median_row_rel(out, ref)
+                if median_tol is not None:
+                    ok = ok and median <= median_tol
                 ok_all &= ok
-                note = f"{n_conf} confident rows, vs prefill {vs_prefill:.1e}; bounds rel {rel_tol}, top1 {agree_tol}, modes {mode_tol}"
+                vs_hf = (f", vs HF bf16 {np.linalg.norm(out - hf_bf16) / np.linalg.norm(hf_bf16):.1e}"
+                         if hf_bf16 is not None else "")
+                bounds = f"rel {rel_tol}, " + (f"median row {median_tol}, " if median_tol is not None else "")
+                note = (f"median row {median:.3f}, {n_conf} confident rows, vs prefill {vs_prefill:.1e}{vs_hf}; "
+                        f"bounds {bounds}top1 {agree_tol}, modes {mode_tol}")
                 rows.append((combo, mode, "ok" if ok else "FAIL", f"{rel:.2e}", f"{mx:.3f}", f"{agree:.3f}",
                              note + (f" ({why})" if why else "")))
-    print(f"parity ({a.backend} vs HF f32 reference; pass: modes agree within {a.mode_tol}, rel <= {a.rel_tol} and "
-          f"top-1 agreement >= {a.min_agree} on rows with top-2 margin > {a.margin} unless the fixture is listed "
-          f"as sensitive)")
+    print(f"parity ({a.backend} vs HF f32 reference; bounds per fixture from its HF bf16 run where it has one, see "
+          f"the docstring; else modes within {a.mode_tol}, rel <= {a.rel_tol}, top-1 agreement >= {a.min_agree} on "
+          f"rows with top-2 margin > {a.margin}, looser for fixtures listed as sensitive)")
     print(f"{'combo':<12} {'mode':<8} {'result':<6} {'rel L2':>9} {'max|d|':>8} {'top1':>6}  note")
     for r in rows:
         print(f"{r[0]:<12} {r[1]:<8} {r[2]:<6} {r[3]:>9} {r[4]:>8} {r[5]:>6}  {r[6]}")
