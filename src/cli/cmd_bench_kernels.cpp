@@ -138,12 +138,17 @@ void bench_moe(Bench& B, Backend& b) {
   const int k = 8;
   Tensor gate_up = B.random(DType::BF16, {E, 2 * I, H}, 0.05f), down = B.random(DType::BF16, {E, H, I}, 0.05f);
   Tensor proj = B.random(DType::BF16, {E, H}), scale = B.random(DType::BF16, {H}), pes = B.random(DType::BF16, {E});
-  for (int64_t T : {1, 64, 4096}) {
+  // 1, 8, 64: decode (the GEMV path, T·8 <= 512 routed rows); 4096: prefill (grouped GEMMs).
+  for (int64_t T : {1, 8, 64, 4096}) {
     Tensor x = B.random(DType::BF16, {T, H}), out = b.empty(DType::BF16, {T, H});
     Tensor ids = b.empty(DType::I32, {T, k}), w = b.empty(DType::F32, {T, k});
     B.time(fmt::format("moe_route 26B [{} tok]", T), 2.0 * T * E * H, double(T * H * 2 + E * H * 2),
            [&] { b.moe_route(x, scale, proj, pes, 0.0188f, 1e-6f, k, ids, w); });
-    int64_t active = std::min<int64_t>(E, T * k);  // experts touched (at most)
+    // Experts the router chose: the bytes the experts op must stream at the least.
+    std::vector<int> chosen(size_t(T * k));
+    b.copy_to_host(ids, chosen.data());
+    std::sort(chosen.begin(), chosen.end());
+    const int64_t active = std::unique(chosen.begin(), chosen.end()) - chosen.begin();
     B.time(fmt::format("moe_experts 26B [{} tok, top-8]", T), 2.0 * T * k * 3 * I * H,
            double(active * 3 * I * H * 2 + 2 * T * H * 2), [&] { b.moe_experts(x, ids, w, gate_up, down, out); });
   }

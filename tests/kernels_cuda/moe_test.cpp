@@ -1,21 +1,21 @@
-// cuda vs cpu MoE: the router (same experts chosen, same weights) and the expert FFNs over ragged
-// expert loads (some experts empty, some with more rows than one GEMM tile).
+// cuda vs cpu MoE: the router (same experts chosen, same weights) at decode and prefill token
+// counts, and the expert FFNs on both cuda paths (GEMV for T·k <= kMoeGemvMaxRows, grouped GEMM
+// above) over ragged expert loads: an empty expert, an expert every token chooses (more rows than
+// one GEMV pass or one GEMM tile), column counts that do not fill the last block.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <numeric>
 
 #include "backend_harness.h"
+#include "kernels/cuda/moe.h"
 
 namespace gs::test {
 namespace {
 
-class Moe : public CudaVsCpu {};
-
-TEST_F(Moe, RouteChoosesTheSameExperts) {
-  for (int64_t T : {1, 9}) {
-    const int64_t H = 136, E = 16;
-    const int k = 4;
+class Moe : public CudaVsCpu {
+ protected:
+  void check_route(int64_t T, int64_t H, int64_t E, int k) {
     auto r = random_bf16(T * H, -3.f, 3.f);
     auto [sc, sg] = weight(random_bf16(H, 0.5f, 1.5f), Shape{H});
     auto [pc, pg] = weight(random_bf16(E * H), Shape{E, H});
@@ -25,39 +25,87 @@ TEST_F(Moe, RouteChoosesTheSameExperts) {
     Tensor ig = gpu_poisoned(DType::I32, {T, k}), wg = gpu_poisoned(DType::F32, {T, k});
     cpu->moe_route(cpu_act(r, {T, H}), sc, pc, ec, in_scale, 1e-6f, k, ic, wc);
     gpu->moe_route(gpu_act(r, {T, H}), sg, pg, eg, in_scale, 1e-6f, k, ig, wg);
-    // Random inputs make near-ties (probabilities within f32 rounding) vanishingly rare.
-    EXPECT_EQ(download_ints(*gpu, ig), download_ints(*cpu, ic)) << "seed " << seed;
-    expect_close(wg, wc, 1e-4, "router weights");
+    // Random inputs make near-ties (probabilities within f32 rounding of each other at the k-th
+    // place) rare: about 1e-4 per token with 128 experts.
+    const std::string shape = "T " + std::to_string(T) + " E " + std::to_string(E) + " k " + std::to_string(k);
+    EXPECT_EQ(download_ints(*gpu, ig), download_ints(*cpu, ic)) << shape << " seed " << seed;
+    expect_close(wg, wc, 1e-4, "router weights " + shape);
   }
+
+  // Per token: expert 0 (every token), never expert `empty`, k - 1 others distinct and random,
+  // in random order.
+  std::vector<int> ragged_ids(int64_t T, int k, int E, int empty) {
+    std::vector<int> ids;
+    for (int64_t t = 0; t < T; ++t) {
+      std::vector<int> others;
+      for (int e = 1; e < E; ++e)
+        if (e != empty) others.push_back(e);
+      std::shuffle(others.begin(), others.end(), rng);
+      ids.push_back(0);
+      ids.insert(ids.end(), others.begin(), others.begin() + (k - 1));
+      std::shuffle(ids.end() - k, ids.end(), rng);
+    }
+    return ids;
+  }
+
+  void check_experts(int64_t T, int k, int64_t E, int64_t H, int64_t I, double tol) {
+    check_experts_with(ragged_ids(T, k, int(E), 5), T, k, E, H, I, tol);
+  }
+
+  void check_experts_with(const std::vector<int>& ids, int64_t T, int k, int64_t E, int64_t H, int64_t I,
+                          double tol) {
+    auto w = random_bf16(T * k, 0.1f, 1.f);
+    auto x = random_bf16(T * H, -2.f, 2.f);
+    const float a = 1.5f / std::sqrt(float(H)), b = 1.5f / std::sqrt(float(I));
+    auto [guc, gug] = weight(random_bf16(E * 2 * I * H, -a, a), Shape{E, 2 * I, H});
+    auto [dc, dg] = weight(random_bf16(E * H * I, -b, b), Shape{E, H, I});
+    Tensor oc = cpu->empty(DType::F32, {T, H}), og = gpu_poisoned(DType::BF16, {T, H});
+    cpu->moe_experts(cpu_act(x, {T, H}), cpu_ints(ids, {T, k}), cpu_tensor(w, {T, k}), guc, dc, oc);
+    gpu->moe_experts(gpu_act(x, {T, H}), gpu_ints(ids, {T, k}), gpu_tensor(w, DType::F32, {T, k}), gug, dg, og);
+    const char* path = T * k <= cuda::kMoeGemvMaxRows ? "gemv" : "grouped";
+    expect_close(og, oc, tol,
+                 std::string("moe_experts ") + path + " T " + std::to_string(T) + " k " + std::to_string(k) +
+                     " H " + std::to_string(H) + " I " + std::to_string(I));
+  }
+};
+
+TEST_F(Moe, RouteChoosesTheSameExperts) {
+  check_route(1, 136, 16, 4);
+  check_route(9, 136, 20, 4);  // a partial token group and a partial expert group
+  check_route(1, 256, 128, 8);
+  check_route(8, 256, 128, 8);
+  check_route(64, 256, 128, 8);
 }
 
-TEST_F(Moe, ExpertsOverRaggedLoads) {
-  const int64_t T = 70, H = 64, E = 8, I = 48;
-  const int k = 3;
-  // Expert 5 gets no token; expert 0 gets every token (70 rows: more than one 64-row tile).
-  std::vector<int> ids;
-  for (int64_t t = 0; t < T; ++t) {
-    std::vector<int> others{1, 2, 3, 4, 6, 7};
-    std::shuffle(others.begin(), others.end(), rng);
-    ids.push_back(0), ids.push_back(others[0]), ids.push_back(others[1]);
-    std::shuffle(ids.end() - k, ids.end(), rng);
-  }
-  auto w = random_bf16(T * k, 0.1f, 1.f);
-  auto x = random_bf16(T * H, -2.f, 2.f);
-  auto [guc, gug] = weight(random_bf16(E * 2 * I * H, -0.3f, 0.3f), Shape{E, 2 * I, H});
-  auto [dc, dg] = weight(random_bf16(E * H * I, -0.3f, 0.3f), Shape{E, H, I});
-  Tensor oc = cpu->empty(DType::F32, {T, H}), og = gpu_poisoned(DType::BF16, {T, H});
-  cpu->moe_experts(cpu_act(x, {T, H}), cpu_ints(ids, {T, k}), cpu_tensor(w, {T, k}), guc, dc, oc);
-  gpu->moe_experts(gpu_act(x, {T, H}), gpu_ints(ids, {T, k}), gpu_tensor(w, DType::F32, {T, k}), gug, dg, og);
-  expect_close(og, oc, 2e-2, "moe_experts");
+// Past 64 tokens the router runs as one fused kernel per 4 tokens.
+TEST_F(Moe, RoutePrefillTokenCount) { check_route(300, 136, 20, 4); }
 
-  // Decode shape: one token, and the scratch sized above is reused.
-  Tensor oc1 = cpu->empty(DType::F32, {1, H}), og1 = gpu_poisoned(DType::BF16, {1, H});
-  std::vector<int> ids1(ids.begin(), ids.begin() + k);
-  std::vector<float> w1(w.begin(), w.begin() + k), x1(x.begin(), x.begin() + H);
-  cpu->moe_experts(cpu_act(x1, {1, H}), cpu_ints(ids1, {1, k}), cpu_tensor(w1, {1, k}), guc, dc, oc1);
-  gpu->moe_experts(gpu_act(x1, {1, H}), gpu_ints(ids1, {1, k}), gpu_tensor(w1, DType::F32, {1, k}), gug, dg, og1);
-  expect_close(og1, oc1, 2e-2, "moe_experts decode");
+// Decode token counts on the GEMV path. Expert 0 has T rows (up to 64: eight shared-memory
+// passes); H = 136 and I = 40 leave the last column block of both GEMVs partly empty. The path
+// keeps g, u, the activation and the expert outputs in f32, so only the bf16 output rounding
+// (~1e-3 relative) separates it from the cpu reference: a tolerance 5x tighter than the grouped
+// path's, which rounds its intermediates to bf16.
+TEST_F(Moe, GemvPathDecodeShapes) {
+  for (int64_t T : {1, 8, 64}) check_experts(T, 4, 16, 136, 40, 4e-3);
+  check_experts(64, 8, 32, 256, 64, 4e-3);  // exactly kMoeGemvMaxRows routed rows
+}
+
+// A token naming one expert several times (the router never does, the op allows it): the GEMV
+// path sizes shared memory for T rows per pass, so expert 3's five rows take three passes.
+TEST_F(Moe, GemvPathRepeatedExpert) {
+  check_experts_with({3, 3, 3, 1, 3, 0, 2, 3}, 2, 4, 8, 64, 48, 4e-3);
+}
+
+// Above kMoeGemvMaxRows: the grouped GEMM path (expert 0 has 70 rows: more than one 64-row tile).
+TEST_F(Moe, GroupedPathOverRaggedLoads) {
+  check_experts(70, 8, 16, 64, 48, 2e-2);
+  check_experts(70, 8, 16, 136, 40, 2e-2);
+}
+
+// The scratch sized for a prefill call is reused by a following decode call (the path changes).
+TEST_F(Moe, PrefillThenDecodeReusesScratch) {
+  check_experts(70, 8, 16, 64, 48, 2e-2);
+  check_experts(1, 8, 16, 64, 48, 4e-3);
 }
 
 }  // namespace

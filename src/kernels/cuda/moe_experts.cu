@@ -1,18 +1,20 @@
-// MoE experts: count tokens per expert, lay out a permutation grouped by expert with a row-tile
-// map, run gate_up and down as grouped GEMMs over it, and combine the weighted expert outputs per
-// token. The combine is a gather (each token sums its own k rows in f32), so no atomics touch
-// bf16 data and the result does not depend on the order the permutation was filled in.
+// MoE experts: checks the operands and picks a path. Few routed rows (decode) go to the GEMV path
+// (moe_gemv.cu), bound by streaming the active experts' weights. Otherwise (prefill): count tokens
+// per expert, lay out a permutation grouped by expert with a row-tile map, run gate_up and down as
+// grouped tensor-core GEMMs over it, and combine the weighted expert outputs per token. The
+// combine is a gather (each token sums its own k rows in f32), so no atomics touch bf16 data and
+// the result does not depend on the order the permutation was filled in.
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/grouped_gemm.h"
 #include "kernels/cuda/launch_util.h"
 #include "kernels/cuda/moe.h"
+#include "kernels/cuda/moe_combine.cuh"
+#include "kernels/cuda/moe_gemv.cuh"
 #include "kernels/cuda/scratch_arena.h"
 
 namespace gs::cuda {
 namespace {
-
-constexpr int kMaxTopK = 32;
 
 struct MoeScratch {
   int *counts, *cursor, *group_end, *tile_expert, *tile_row0, *perm, *pos_of;
@@ -89,30 +91,6 @@ __global__ void scatter_kernel(const int* __restrict__ ids, int64_t n, int E, in
   }
 }
 
-// out[t] = Σ_j w[t,j] · y[pos_of[t,j]], j in ascending expert order, f32 sum, one rounding.
-template <typename T>
-__global__ void combine_kernel(const bf16* __restrict__ y, const int* __restrict__ pos_of, const int* __restrict__ ids,
-                               const float* __restrict__ w, int k, int64_t H, T* __restrict__ out) {
-  const int64_t t = blockIdx.x;
-  int order[kMaxTopK];
-  for (int j = 0; j < k; ++j) order[j] = j;
-  for (int a = 1; a < k; ++a)  // insertion sort of k <= 32 ids; every thread does the same
-    for (int b = a; b > 0 && ids[t * k + order[b - 1]] > ids[t * k + order[b]]; --b) {
-      int tmp = order[b];
-      order[b] = order[b - 1];
-      order[b - 1] = tmp;
-    }
-  for (int64_t i = threadIdx.x; i < H; i += blockDim.x) {
-    float acc = 0.f;
-    for (int jj = 0; jj < k; ++jj) {
-      int j = order[jj];
-      int p = pos_of[t * k + j];
-      if (p >= 0) acc += w[t * k + j] * __bfloat162float(y[int64_t(p) * H + i]);
-    }
-    out[t * H + i] = from_f32<T>(acc);
-  }
-}
-
 Tensor device_view(void* p, DType dt, Shape s) {
   Tensor t;
   t.data = p;
@@ -122,9 +100,17 @@ Tensor device_view(void* p, DType dt, Shape s) {
   return t;
 }
 
+// The GEMV path holds up to kRows (8) routed rows of x (bf16) and of the activation (f32) in
+// shared memory; shapes too wide for that take the grouped path at any T.
+bool use_gemv(int64_t T, int64_t k, int64_t H, int64_t I) {
+  const int64_t rows = std::min<int64_t>(8, T * k);
+  return T * k <= kMoeGemvMaxRows && rows * H * 2 <= 160 * 1024 && rows * I * 4 <= 160 * 1024;
+}
+
 }  // namespace
 
 size_t moe_experts_scratch_bytes(int64_t T, int64_t k, int64_t E, int64_t H, int64_t I) {
+  if (use_gemv(T, k, H, I)) return moe_gemv_scratch_bytes(T, k, E, H, I);
   size_t used = 0;
   carve(nullptr, T, k, E, H, I, &used);
   return used;
@@ -148,12 +134,22 @@ void launch_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weight
   require(ids.rows() == T && weights.rows() == T && weights.cols() == k && out.rows() == T && out.cols() == H &&
               out.dtype == x.dtype,
           op, ": ids ", ids.str(), " weights ", weights.str(), " out ", out.str(), " for x ", x.str());
-  require(k >= 1 && k <= kMaxTopK, op, ": top-k ", k, " outside [1, ", kMaxTopK, "]");
+  require(k >= 1 && k <= kMoeMaxTopK, op, ": top-k ", k, " outside [1, ", kMoeMaxTopK, "]");
+  require(E >= 1 && E <= 4096, op, ": ", E, " experts outside [1, 4096]");
   require(H % 8 == 0 && I % 8 == 0 && aligned16(x.data) && aligned16(gate_up.data) && aligned16(down.data), op,
           ": hidden ", H, " and expert width ", I, " must be multiples of 8 with 16-byte aligned operands");
   if (T == 0) return;
   size_t need = moe_experts_scratch_bytes(T, k, E, H, I);
   require(scratch && scratch_bytes >= need, op, ": scratch of ", scratch_bytes, " bytes, needs ", need);
+  if (use_gemv(T, k, H, I)) {
+    const MoeGemvArgs a{x.ptr<bf16>(), ids.ptr<int>(), weights.ptr<float>(), gate_up.ptr<bf16>(), down.ptr<bf16>(),
+                        int(T), int(k), int(E), int(H), int(I)};
+    dispatch_float(out.dtype, op, "out", [&](auto tag) {
+      using T_ = typename decltype(tag)::type;
+      launch_moe_gemv<T_>(a, out.ptr<T_>(), scratch, stream);
+    });
+    return;
+  }
   MoeScratch s = carve(scratch, T, k, E, H, I, nullptr);
   const int64_t TK = T * k;
 
@@ -181,8 +177,8 @@ void launch_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weight
 
   dispatch_float(out.dtype, op, "out", [&](auto tag) {
     using T_ = typename decltype(tag)::type;
-    combine_kernel<T_><<<unsigned(T), 256, 0, stream>>>(s.y, s.pos_of, ids.ptr<int>(), weights.ptr<float>(), int(k), H,
-                                                        out.ptr<T_>());
+    moe_combine_kernel<bf16, T_><<<unsigned(T), 256, 0, stream>>>(s.y, s.pos_of, ids.ptr<int>(),
+                                                                   weights.ptr<float>(), int(k), H, out.ptr<T_>());
   });
   GS_CUDA_LAUNCHED("moe combine");
 }
