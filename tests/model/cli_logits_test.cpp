@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <unistd.h>
+
 #include "core/npy.h"
 #include "golden.h"
 
@@ -18,8 +20,15 @@ struct CliResult {
   std::string output;
 };
 
+// ctest runs each test in its own process, in parallel: every file a test writes carries the test's
+// name, or two tests read each other's output.
+std::string test_file(const std::string& suffix) {
+  return testing::TempDir() + "/gs_cli_logits_" + testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+         std::to_string(::getpid()) + suffix;
+}
+
 CliResult run_cli(const std::string& args) {
-  const std::string log = testing::TempDir() + "/gs_cli_logits.log";
+  const std::string log = test_file(".log");
   const std::string cmd = std::string(GS_BINARY) + " " + args + " > " + log + " 2>&1";
   const int rc = std::system(cmd.c_str());
   std::ifstream f(log);
@@ -37,7 +46,7 @@ class CliLogits : public testing::Test {
 TEST_F(CliLogits, EveryModeMatchesTheReference) {
   const std::string combo = "e2b_like";
   const Golden g = load_golden(combo);
-  const std::string out = testing::TempDir() + "/gs_cli_logits.npy";
+  const std::string out = test_file(".npy");
   for (const std::string mode : {"prefill", "decode", "chunked --chunk 7"}) {
     std::filesystem::remove(out);
     CliResult r = run_cli("logits --model " + golden_dir(combo) + " --tokens " + golden_dir(combo) +
@@ -53,11 +62,10 @@ TEST_F(CliLogits, EveryModeMatchesTheReference) {
 }
 
 TEST_F(CliLogits, BadInputIsAClearError) {
-  const std::string bad = testing::TempDir() + "/gs_cli_bad_ids.npy";
+  const std::string bad = test_file("_bad_ids.npy");
   const int32_t ids[] = {2, 100000};
   write_npy(bad, DType::I32, {2}, ids);
-  CliResult r = run_cli("logits --model " + golden_dir("dense") + " --tokens " + bad + " --out " + testing::TempDir() +
-                  "/gs_unused.npy");
+  CliResult r = run_cli("logits --model " + golden_dir("dense") + " --tokens " + bad + " --out " + test_file("_unused.npy"));
   EXPECT_NE(r.status, 0);
   EXPECT_NE(r.output.find("100000"), std::string::npos) << r.output;
   r = run_cli("logits --model " + golden_dir("dense") + " --tokens " + bad + " --out x.npy --mode chunked");
