@@ -2,10 +2,11 @@
 // that streaming its weights (and the KV it must read) at the measured HBM bandwidth implies.
 //
 // What a step is here: B sequences, each with `context` cached tokens, decode one token each;
-// the sampled ids feed the next step on the device. The K/V pools are filled with random values
-// instead of being prefilled (the decode kernels read the same bytes either way), so a 31B step at
-// 4k context is measurable in seconds. The host builds each step's batch as the engine does, so
-// the figure includes host overhead (no CUDA graphs yet).
+// the sampled ids feed the next step. The K/V pools are filled with random values instead of being
+// prefilled (the decode kernels read the same bytes either way), so a 31B step at 4k context is
+// measurable in seconds. The figure includes the host's work per step exactly as the engine does
+// it: the model runner builds the step, replays the decode step's CUDA graph (unless
+// --enforce-eager), samples on the device and copies the sampled ids back before the next step.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -21,7 +22,7 @@
 #include "model/dummy_weights.h"
 #include "model/gemma4_model.h"
 #include "model/weight_loader.h"
-#include "runner/batch_builder.h"
+#include "runner/model_runner.h"
 
 namespace gs::cli {
 namespace {
@@ -35,6 +36,7 @@ struct BenchDecodeOptions {
   int steps = 32;
   int warmup = 4;
   int page_size = 16;
+  bool enforce_eager = false;
   double hbm_tb_s = 4.29;  // engine-design.md: H200 copy bandwidth (read + write), PyTorch
   std::string json_out;
 };
@@ -82,6 +84,7 @@ std::vector<int> parse_int_list(const std::string& s) {
 struct Result {
   int batch = 0;
   double ms_per_step = 0, floor_ms = 0, weight_gb = 0, kv_gb = 0;
+  uint64_t graph_steps = 0, eager_steps = 0;  // of warm-up and timed steps
 };
 
 Result bench_one(Gemma4Model& model, Backend& be, int batch, const BenchDecodeOptions& o) {
@@ -104,16 +107,15 @@ Result bench_one(Gemma4Model& model, Backend& be, int batch, const BenchDecodeOp
 
   std::vector<std::vector<int>> tables[kNumKvGroups];
   for (int g = 0; g < kNumKvGroups; ++g) tables[g].assign(size_t(batch), {});
-  Tensor ids = be.empty(DType::I32, Shape{batch});
-  std::vector<int> host_ids(static_cast<size_t>(batch));
-  for (int s = 0; s < batch; ++s) host_ids[size_t(s)] = (s * 7919 + 17) % cfg.vocab_size;
-  be.copy_from_host(ids, host_ids.data());
-  std::vector<int> rows(static_cast<size_t>(batch));
-  for (int s = 0; s < batch; ++s) rows[size_t(s)] = s;
-  Tensor logit_rows = be.empty(DType::I32, Shape{batch});
-  be.copy_from_host(logit_rows, rows.data());
-  Tensor logprobs = be.empty(DType::F32, Shape{batch});
-  std::vector<SamplingRow> greedy(static_cast<size_t>(batch));
+  // Each sequence's known tokens: `context` arbitrary ones (their K/V is the random fill), then
+  // what the model samples.
+  std::vector<std::vector<int>> tokens(static_cast<size_t>(batch));
+  for (int s = 0; s < batch; ++s)
+    for (int i = 0; i <= o.context; ++i) tokens[size_t(s)].push_back((s * 7919 + i * 31 + 17) % cfg.vocab_size);
+
+  DecodeGraphOptions graphs;
+  if (!o.enforce_eager) graphs = DecodeGraphOptions{batch, total};
+  ModelRunner runner(model, cache, P, batch, batch, graphs);
 
   auto step = [&](int cached) {
     const int pos = cached;  // the new token's position
@@ -132,16 +134,20 @@ Result bench_one(Gemma4Model& model, Backend& be, int batch, const BenchDecodeOp
         for (int i = 0; i < first_visible; ++i) sliding[size_t(i)] = -1;
       }
     }
-    std::vector<SeqStep> seqs(static_cast<size_t>(batch));
+    std::vector<RunnerSeq> seqs(static_cast<size_t>(batch));
     for (int s = 0; s < batch; ++s) {
-      seqs[size_t(s)].cached_len = cached;
-      seqs[size_t(s)].q_len = 1;
+      RunnerSeq& rs = seqs[size_t(s)];
+      rs.tokens = &tokens[size_t(s)];
+      rs.start = cached;
+      rs.q_len = 1;
+      rs.sample = true;  // greedy
       for (int g = 0; g < kNumKvGroups; ++g)
-        if (pages[g] > 0) seqs[size_t(s)].page_table[g] = &tables[g][size_t(s)];
+        if (pages[g] > 0) rs.page_table[g] = &tables[g][size_t(s)];
     }
-    AttentionBatch b = build_attention_batch(be, seqs, P);
-    ForwardOutput out = model.forward(ids, b, cache, logit_rows);
-    be.sample(out.logits, greedy, ids, logprobs);
+    // As the engine runs a step: launch, then wait for the sampled ids (one device round trip).
+    runner.launch(seqs);
+    std::vector<RunnerOutput> outs = runner.collect();
+    for (int s = 0; s < batch; ++s) tokens[size_t(s)].push_back(outs[size_t(s)].token);
   };
 
   int cached = o.context;
@@ -159,6 +165,9 @@ Result bench_one(Gemma4Model& model, Backend& be, int batch, const BenchDecodeOp
   r.weight_gb = bytes.weights / 1e9;
   r.kv_gb = bytes.kv / 1e9;
   r.floor_ms = (bytes.weights + bytes.kv) / (o.hbm_tb_s * 1e12) * 1e3;
+  const ModelRunner::Counters c = runner.counters();
+  r.graph_steps = c.graph_steps;
+  r.eager_steps = c.eager_steps;
   return r;
 }
 
@@ -191,16 +200,18 @@ int run(const BenchDecodeOptions& o) {
 
   std::printf("\n%s, %s, context %d, %d steps after %d warm-up (HBM ceiling %.2f TB/s)\n", o.model.c_str(),
               be->name().c_str(), o.context, o.steps, o.warmup, o.hbm_tb_s);
-  std::printf("| batch | ms/step | tokens/s | weights GB | KV GB | floor ms | step / floor |\n");
-  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
+  std::printf("| batch | ms/step | tokens/s | weights GB | KV GB | floor ms | step / floor | steps from graphs |\n");
+  std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   nlohmann::json j = nlohmann::json::array();
   for (const Result& r : results) {
-    std::printf("| %d | %.3f | %.0f | %.2f | %.3f | %.3f | %.2fx |\n", r.batch, r.ms_per_step,
-                r.batch * 1e3 / r.ms_per_step, r.weight_gb, r.kv_gb, r.floor_ms, r.ms_per_step / r.floor_ms);
+    std::printf("| %d | %.3f | %.0f | %.2f | %.3f | %.3f | %.2fx | %llu / %llu |\n", r.batch, r.ms_per_step,
+                r.batch * 1e3 / r.ms_per_step, r.weight_gb, r.kv_gb, r.floor_ms, r.ms_per_step / r.floor_ms,
+                (unsigned long long)r.graph_steps, (unsigned long long)(r.graph_steps + r.eager_steps));
     j.push_back({{"model", o.model}, {"backend", be->name()}, {"batch", r.batch}, {"context", o.context},
                  {"ms_per_step", r.ms_per_step}, {"tokens_per_s", r.batch * 1e3 / r.ms_per_step},
                  {"weight_gb", r.weight_gb}, {"kv_gb", r.kv_gb}, {"floor_ms", r.floor_ms},
-                 {"ratio_to_floor", r.ms_per_step / r.floor_ms}});
+                 {"ratio_to_floor", r.ms_per_step / r.floor_ms}, {"graph_steps", r.graph_steps},
+                 {"eager_steps", r.eager_steps}});
   }
   if (!o.json_out.empty()) {
     std::ofstream f(o.json_out);
@@ -227,6 +238,8 @@ GS_REGISTER_COMMAND(bench_decode, "bench-decode",
                       app.add_option("--steps", o->steps, "Timed decode steps")->capture_default_str();
                       app.add_option("--warmup", o->warmup, "Untimed steps first")->capture_default_str();
                       app.add_option("--page-size", o->page_size, "KV page size in tokens")->capture_default_str();
+                      app.add_flag("--enforce-eager", o->enforce_eager,
+                                   "Launch every op from the host instead of replaying CUDA graphs");
                       app.add_option("--hbm-tb-s", o->hbm_tb_s, "Bandwidth ceiling for the floor, TB/s")
                           ->capture_default_str();
                       app.add_option("--json", o->json_out, "Also write the results as JSON to this file");

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 #include <unordered_set>
@@ -39,11 +40,26 @@ struct Engine::Impl {
 
   std::thread thread;
 
+  // Overlapped scheduling (docs/design.md): the step launched and not yet collected, and finished
+  // sequences kept alive until every launched step that may name them has been collected.
+  struct Launched {
+    StepPlan plan;
+    uint64_t index = 0;
+  };
+  std::optional<Launched> in_flight;
+  uint64_t launches = 0;
+  std::vector<std::pair<uint64_t, std::unique_ptr<Sequence>>> retired;  // (newest launch naming it, seq)
+
   void loop();
   bool run_one_step();
-  // Moves submitted requests into the scheduler's queue; with apply_aborts, also ends aborted ones
-  // (never while a step is in flight: the device may still write their pages).
-  void take_inbox(bool apply_aborts = true);
+  void launch(StepPlan plan);
+  // Sequences the step in flight samples get a placeholder token, then the next step is scheduled
+  // and launched behind it. Returns whether one was launched.
+  bool launch_ahead(const StepPlan& running);
+  // After a failed step: forgets launched steps and fails every request they may have touched.
+  void fail_all(const std::string& error);
+  // Moves submitted requests into the scheduler's queue and ends aborted ones.
+  void take_inbox();
   // Frees the sequence, then pushes its last output (an abort/error one unless `last` is given),
   // so a client that sees the end also sees the pages back in stats().
   void finish(Sequence* s, FinishReason why, const std::string& error = "", RequestOutput* last = nullptr);
@@ -62,8 +78,17 @@ Engine::Engine(std::shared_ptr<Gemma4Model> model, EngineOptions opts) : impl_(s
   m.kv = std::make_unique<KvManager>(m.opts.page_size, m.model->config().sliding_window, m.setup.plan.num_pages,
                                      m.opts.enable_prefix_caching);
   m.sched = std::make_unique<Scheduler>(*m.kv, m.setup.scheduler);
+  DecodeGraphOptions graphs;
+  if (!m.opts.enforce_eager) {
+    graphs.max_batch = m.opts.cuda_graph_max_bs > 0 ? m.opts.cuda_graph_max_bs : m.opts.max_num_seqs;
+    graphs.max_kv_len = m.setup.max_model_len;
+  }
   m.runner = std::make_unique<ModelRunner>(*m.model, m.cache, m.opts.page_size, m.setup.scheduler.max_num_batched_tokens,
-                                           m.setup.scheduler.max_logit_rows);
+                                           m.setup.scheduler.max_logit_rows, graphs);
+  if (m.model->backend().supports_graphs())
+    log::info("decode steps: {}", m.opts.enforce_eager ? "eager (--enforce-eager)"
+                                                        : fmt::format("CUDA graphs up to batch {}, captured on first use",
+                                                                      std::min(graphs.max_batch, m.opts.max_num_seqs)));
   m.outputs.eos_ids = m.opts.eos_token_ids.empty() ? m.model->config().eos_token_ids : m.opts.eos_token_ids;
   m.outputs.max_model_len = m.setup.max_model_len;
   m.seed_rng.seed(m.opts.seed ? m.opts.seed : std::random_device{}());
@@ -171,13 +196,13 @@ std::string Engine::memory_plan() const { return impl_->setup.plan.describe(); }
 
 // ---- the engine thread ----------------------------------------------------------------------
 
-void Engine::Impl::take_inbox(bool apply_aborts) {
+void Engine::Impl::take_inbox() {
   std::vector<std::unique_ptr<Sequence>> fresh;
   std::vector<std::string> aborts;
   {
     std::lock_guard<std::mutex> lock(mu);
     fresh.swap(inbox);
-    if (apply_aborts) aborts.swap(abort_inbox);
+    aborts.swap(abort_inbox);
   }
   for (auto& s : fresh) sched->add(std::move(s));
   for (const std::string& id : aborts)
@@ -193,11 +218,11 @@ void Engine::Impl::finish(Sequence* s, FinishReason why, const std::string& erro
     out.error = error;
     out.prompt_tokens = s->prompt_len;
     out.cached_prompt_tokens = s->cached_prompt_tokens;
-    out.completion_tokens = s->num_generated();
+    out.completion_tokens = s->num_generated() - (s->pending_row >= 0 ? 1 : 0);  // not the placeholder
   }
   std::shared_ptr<OutputChannel> channel = s->req.output;
   std::string id = s->req.id;
-  sched->remove(s);
+  retired.emplace_back(launches, sched->remove(s));
   {
     std::lock_guard<std::mutex> lock(mu);
     live_ids.erase(id);
@@ -210,11 +235,13 @@ void Engine::Impl::loop() {
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mu);
-      cv.wait(lock, [&] { return stopping || !inbox.empty() || !abort_inbox.empty() || !sched->idle(); });
-      if (stopping) return;
+      cv.wait(lock, [&] {
+        return stopping || !inbox.empty() || !abort_inbox.empty() || !sched->idle() || in_flight.has_value();
+      });
+      if (stopping) break;
     }
     take_inbox();
-    if (sched->idle()) {
+    if (sched->idle() && !in_flight) {
       publish_stats();
       continue;
     }
@@ -223,39 +250,93 @@ void Engine::Impl::loop() {
     } catch (const std::exception& e) {
       // A failed step fails the requests it touched; the engine keeps serving the others.
       log::error("engine step failed: {}", e.what());
-      runner->reset();
-      std::vector<Sequence*> victims(sched->running().begin(), sched->running().end());
-      for (Sequence* s : victims) finish(s, FinishReason::Error, e.what());
+      fail_all(e.what());
     }
     publish_stats();
   }
+  // stop(): let the device finish what was launched before the requests are aborted.
+  if (in_flight) {
+    runner->reset();
+    in_flight.reset();
+  }
+}
+
+void Engine::Impl::fail_all(const std::string& error) {
+  runner->reset();
+  in_flight.reset();
+  std::vector<Sequence*> victims(sched->running().begin(), sched->running().end());
+  // Preempted sequences scheduled ahead hold a placeholder token that will never be filled in.
+  for (Sequence* s : sched->waiting())
+    if (s->pending_row >= 0) victims.push_back(s);
+  for (Sequence* s : victims) finish(s, FinishReason::Error, error);
+  retired.clear();
+}
+
+void Engine::Impl::launch(StepPlan plan) {
+  std::vector<RunnerSeq> rs = outputs.runner_inputs(plan);
+  runner->launch(rs);
+  in_flight = Launched{std::move(plan), ++launches};
+}
+
+bool Engine::Impl::launch_ahead(const StepPlan& running) {
+  int row = 0;
+  bool any = false;
+  for (const ScheduledChunk& c : running.chunks) {
+    if (!c.samples) continue;
+    Sequence* s = c.seq;
+    const int r = row++;
+    if (s->state != Sequence::State::Running || !outputs.can_run_ahead(*s)) continue;
+    s->tokens.push_back(0);  // filled in when the running step is collected
+    s->pending_row = r;
+    any = true;
+  }
+  // Without a placeholder only prefill could run ahead; it waits a step so that chunks and
+  // admission see the freshest state.
+  if (!any) return false;
+  StepPlan next = sched->schedule();
+  if (opts.debug_page_checks) sched->check_pages(&next);
+  if (next.empty()) return false;
+  launch(std::move(next));
+  return true;
 }
 
 bool Engine::Impl::run_one_step() {
-  StepPlan plan = sched->schedule();
-  if (opts.debug_page_checks) sched->check_pages(&plan);
-  if (plan.empty()) {
-    // Nothing runs and nothing can be admitted: the head of the queue can never fit.
-    if (sched->running().empty() && !sched->waiting().empty())
-      finish(sched->waiting().front(), FinishReason::Error, "the request does not fit in the KV cache");
-    return false;
+  if (!in_flight) {
+    StepPlan plan = sched->schedule();
+    if (opts.debug_page_checks) sched->check_pages(&plan);
+    if (plan.empty()) {
+      // Nothing runs and nothing can be admitted: the head of the queue can never fit.
+      if (sched->running().empty() && !sched->waiting().empty())
+        finish(sched->waiting().front(), FinishReason::Error, "the request does not fit in the KV cache");
+      return false;
+    }
+    launch(std::move(plan));
   }
-  std::vector<RunnerSeq> rs = outputs.runner_inputs(plan);
-  runner->launch(rs);
-  // Overlapped with the device step (on cuda launch() returns once the step is enqueued): new
-  // requests join the waiting queue, which the running step does not read. Aborts wait until after
-  // commit, because the step may still write the aborted request's pages.
-  take_inbox(/*apply_aborts=*/false);
+  Launched cur = std::move(*in_flight);
+  in_flight.reset();
+  // While the device runs `cur`: new requests and aborts (an aborted request's pages may be reused
+  // only by steps launched later, which the device runs after `cur`), the bookkeeping of `cur`,
+  // and, when overlapping, the next step.
+  take_inbox();
+  sched->commit(cur.plan);
+  const bool overlapped = !opts.disable_overlap_schedule && runner->can_launch_ahead() && launch_ahead(cur.plan);
   std::vector<RunnerOutput> outs = runner->collect();
-  sched->commit(plan);
-  std::vector<StepOutputs::Finished> done = outputs.apply(plan, outs);
+  std::vector<StepOutputs::Finished> done = outputs.apply(cur.plan, outs);
+  uint64_t discarded = 0;
+  if (in_flight)
+    for (auto& f : done)
+      for (const ScheduledChunk& c : in_flight->plan.chunks) discarded += c.seq == f.seq ? 1 : 0;
   {
     std::lock_guard<std::mutex> lock(mu);
     stats.steps++;
+    stats.overlapped_steps += overlapped ? 1 : 0;
+    stats.discarded_tokens += discarded;
     stats.generation_tokens += outputs.last_generated;
     stats.prompt_tokens += outputs.last_prompt_tokens;
   }
   for (auto& f : done) finish(f.seq, f.last.finish, "", &f.last);
+  // Sequences no launched step names any more.
+  std::erase_if(retired, [&](const auto& r) { return r.first <= cur.index; });
   return true;
 }
 

@@ -30,6 +30,9 @@ struct EngineOptions {
   bool enable_prefix_caching = true;
   int max_queue = 1024;               // waiting requests beyond this are rejected with 429
   bool debug_page_checks = false;     // validate every page-table entry before each step
+  bool enforce_eager = false;         // never replay decode steps from CUDA graphs
+  bool disable_overlap_schedule = false;  // schedule step N+1 only after step N's tokens are back
+  int cuda_graph_max_bs = 0;          // largest decode batch run from a graph; 0: max_num_seqs
   uint64_t seed = 0;                  // base of the per-request seeds of unseeded requests; 0: random
   std::vector<int> eos_token_ids;     // stop ids (generation_config.json); empty: the model config's
 };
@@ -46,6 +49,8 @@ struct EngineStats {
   uint64_t generation_tokens = 0;
   uint64_t preemptions = 0;
   uint64_t steps = 0;
+  uint64_t overlapped_steps = 0;  // steps launched while the step before them still ran
+  uint64_t discarded_tokens = 0;  // tokens computed ahead for requests that had just finished
 };
 
 class Engine {

@@ -39,6 +39,7 @@ std::unique_ptr<Sequence> Scheduler::remove(Sequence* s) {
     running_.erase(std::find(running_.begin(), running_.end(), s));
   else
     waiting_.erase(std::find(waiting_.begin(), waiting_.end(), s));
+  s->state = Sequence::State::Finished;
   std::unique_ptr<Sequence> out = std::move(it->second);
   seqs_.erase(it);
   return out;
@@ -171,6 +172,7 @@ StepPlan Scheduler::schedule() {
 void Scheduler::commit(const StepPlan& plan) {
   for (const ScheduledChunk& c : plan.chunks) {
     Sequence* s = c.seq;
+    if (s->state == Sequence::State::Finished) continue;  // aborted while its step ran
     GS_CHECK(s->num_computed == c.start, "scheduler: '{}' moved from {} to {} during its step", s->req.id, c.start,
              s->num_computed);
     s->num_computed += c.q_len;

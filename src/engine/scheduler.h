@@ -58,12 +58,15 @@ class Scheduler {
   // Queues a new sequence at the back of the waiting queue. Its id must be unique.
   void add(std::unique_ptr<Sequence> seq);
   Sequence* find(const std::string& id) const;
-  // Frees the sequence's pages and hands it back (finished or aborted).
+  // Frees the sequence's pages and hands it back (finished or aborted) in State::Finished. A step
+  // already launched may still write the freed pages: that is safe because every later step that
+  // reuses them runs after it on the device.
   std::unique_ptr<Sequence> remove(Sequence* seq);
 
   StepPlan schedule();
-  // After the step ran: advances num_computed of every chunk, indexes completed pages in the prefix
-  // cache, releases sliding pages that fell out of the window.
+  // Once the step is launched (it need not have run: the next step is ordered after it on the
+  // device): advances num_computed of every chunk, indexes completed pages in the prefix cache,
+  // releases sliding pages that fell out of the window. Chunks of finished sequences are skipped.
   void commit(const StepPlan& plan);
 
   const std::vector<Sequence*>& running() const { return running_; }

@@ -12,7 +12,9 @@
 namespace gs {
 
 struct Sequence {
-  enum class State { Waiting, Running };
+  // Finished: removed from the scheduler (pages freed, output ended); the object lives on while a
+  // launched step may still name it.
+  enum class State { Waiting, Running, Finished };
 
   GenerationRequest req;
   std::vector<int> tokens;       // prompt, then every generated token
@@ -30,6 +32,9 @@ struct Sequence {
   bool first_output_sent = false;
 
   bool in_plan = false;          // scheduler scratch: already given a chunk in the step being built
+  // Overlapped scheduling: tokens.back() is a placeholder for the token that the step in flight
+  // samples in its row `pending_row`; -1 when every token is known.
+  int pending_row = -1;
 
   int num_generated() const { return int(tokens.size()) - prompt_len; }
   int remaining() const { return int(tokens.size()) - num_computed; }

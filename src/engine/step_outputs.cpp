@@ -37,6 +37,11 @@ std::vector<RunnerSeq> StepOutputs::runner_inputs(const StepPlan& plan) {
     }
     r.logprobs = sp.logprobs;
     r.prompt_logprob_rows = c.prompt_logprob_rows;
+    if (s.pending_row >= 0) {
+      GS_CHECK(c.start + c.q_len == int(s.tokens.size()), "engine: '{}' runs [{}, {}) before its token {} is known",
+               s.req.id, c.start, c.start + c.q_len, s.tokens.size() - 1);
+      r.feedback_row = s.pending_row;
+    }
     rs.push_back(r);
   }
   return rs;
@@ -52,6 +57,12 @@ FinishReason StepOutputs::finish_reason(const Sequence& s) const {
   return FinishReason::None;
 }
 
+bool StepOutputs::can_run_ahead(const Sequence& s) const {
+  const SamplingParams& sp = s.req.sampling;
+  if (sp.presence_penalty != 0.f || sp.frequency_penalty != 0.f) return false;
+  return s.num_generated() + 1 < sp.max_tokens && int(s.tokens.size()) + 1 < max_model_len;
+}
+
 std::vector<StepOutputs::Finished> StepOutputs::apply(const StepPlan& plan, const std::vector<RunnerOutput>& outs) {
   GS_CHECK(outs.size() == plan.chunks.size(), "engine: {} runner outputs for {} chunks", outs.size(),
            plan.chunks.size());
@@ -62,6 +73,7 @@ std::vector<StepOutputs::Finished> StepOutputs::apply(const StepPlan& plan, cons
     const ScheduledChunk& c = plan.chunks[i];
     const RunnerOutput& o = outs[i];
     Sequence& s = *c.seq;
+    if (s.state == Sequence::State::Finished) continue;  // ended (aborted, or stopped a step earlier)
     for (int r = 0; r < c.prompt_logprob_rows; ++r) {
       const int p = c.start + r + 1;  // the prompt token this row predicts
       TokenLogprob& lp = s.prompt_logprobs[p];
@@ -70,7 +82,12 @@ std::vector<StepOutputs::Finished> StepOutputs::apply(const StepPlan& plan, cons
       lp.top = o.prompt_top[r];
     }
     if (!c.samples) continue;
-    s.tokens.push_back(o.token);
+    if (s.pending_row >= 0) {
+      s.tokens.back() = o.token;  // the placeholder the next step was scheduled with
+      s.pending_row = -1;
+    } else {
+      s.tokens.push_back(o.token);
+    }
     s.output_counts[o.token]++;
     ++last_generated;
 

@@ -29,6 +29,9 @@ struct StepOutputs {
 
   // Why a sequence stops after appending its newest token (None: it goes on).
   FinishReason finish_reason(const Sequence& s) const;
+  // Whether the step after the one sampling s's next token may be scheduled before that token is
+  // known: the token cannot end s by length, and no penalty needs its count.
+  bool can_run_ahead(const Sequence& s) const;
 
  private:
   std::vector<std::vector<std::pair<int, int>>> counts_;  // penalty inputs of the step, kept alive

@@ -10,9 +10,11 @@
 // - Every op may run asynchronously on the backend's stream; copy_to_host synchronises.
 // - An op never allocates on the hot path; the model owns its workspaces.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/tensor.h"
@@ -158,6 +160,24 @@ class Backend {
   virtual int end_capture() { return -1; }       // a handle for replay()
   virtual void replay(int graph) {}              // enqueues the recorded ops on the backend's stream
   virtual void release_graph(int graph) {}
+
+  // ---- overlapped steps ---------------------------------------------------------------------
+  // The engine enqueues step N+1 before it reads step N's results (runner/model_runner.h). For
+  // that a step's results come back without waiting for the whole stream, and step N+1's input
+  // ids can come from step N's sampled ids on the device.
+  //
+  // Host memory a device copy can land in without the copy waiting for the host (pinned on cuda).
+  virtual std::shared_ptr<void> host_buffer(size_t bytes) {
+    return std::shared_ptr<void>(::operator new(std::max<size_t>(bytes, 1)), [](void* p) { ::operator delete(p); });
+  }
+  // Enqueues a copy of `src` into `dst` (memory from host_buffer()); the bytes are there once a
+  // fence recorded after this call has been waited for.
+  virtual void copy_to_host_async(const Tensor& src, void* dst) { copy_to_host(src, dst); }
+  // A marker after everything enqueued so far; wait_fence() returns once the device has passed it.
+  virtual uint64_t record_fence() { return 0; }
+  virtual void wait_fence(uint64_t fence) {}
+  // dst[d] = src[s] for each (d, s) in `pairs` (host pairs of element indices), i32 tensors.
+  virtual void scatter_ids(const Tensor& dst, const Tensor& src, const std::vector<std::pair<int, int>>& pairs) = 0;
 };
 
 }  // namespace gs

@@ -9,7 +9,8 @@
 
 namespace gs {
 
-ModelRunner::ModelRunner(Gemma4Model& model, KvCache& cache, int page_size, int max_tokens, int max_logit_rows)
+ModelRunner::ModelRunner(Gemma4Model& model, KvCache& cache, int page_size, int max_tokens, int max_logit_rows,
+                         DecodeGraphOptions graphs)
     : model_(model), be_(model.backend()), cache_(cache), page_size_(page_size), max_tokens_(max_tokens),
       max_logit_rows_(max_logit_rows) {
   ids_ = be_.empty(DType::I32, Shape{max_tokens});
@@ -18,87 +19,138 @@ ModelRunner::ModelRunner(Gemma4Model& model, KvCache& cache, int page_size, int 
   out_logprobs_ = be_.empty(DType::F32, Shape{max_logit_rows});
   top_ids_ = be_.empty(DType::I32, Shape{int64_t(max_logit_rows) * kMaxTopLogprobs});
   top_logprobs_ = be_.empty(DType::F32, Shape{int64_t(max_logit_rows) * kMaxTopLogprobs});
+  for (HostResults& h : host_) {
+    h.ids = be_.host_buffer(size_t(max_logit_rows) * sizeof(int));
+    h.logprobs = be_.host_buffer(size_t(max_logit_rows) * sizeof(float));
+    h.top_ids = be_.host_buffer(size_t(max_logit_rows) * kMaxTopLogprobs * sizeof(int));
+    h.top_logprobs = be_.host_buffer(size_t(max_logit_rows) * kMaxTopLogprobs * sizeof(float));
+  }
+  graphs.max_batch = std::min({graphs.max_batch, max_tokens, max_logit_rows});
+  if (graphs.max_batch > 0 && be_.supports_graphs())
+    graphs_ = std::make_unique<DecodeGraphs>(model_, cache_, page_size_, graphs);
+}
+
+ModelRunner::~ModelRunner() = default;
+
+ModelRunner::Counters ModelRunner::counters() const {
+  Counters c = counters_;
+  c.graphs = graphs_ ? graphs_->num_graphs() : 0;
+  return c;
+}
+
+bool ModelRunner::can_launch_ahead() const {
+  return inflight_.size() == 1 && inflight_.back().num_prompt_rows == 0;
 }
 
 void ModelRunner::launch(const std::vector<RunnerSeq>& seqs) {
-  GS_CHECK(!launched_, "model runner: launch() twice without collect()");
-  seqs_ = seqs;
+  GS_CHECK(inflight_.empty() || can_launch_ahead(),
+           "model runner: launch() with {} steps in flight (at most one, without prompt-logprob rows)",
+           inflight_.size());
+  Launched st;
+  st.seqs = seqs;
   std::vector<int> ids;
   std::vector<SeqStep> steps(seqs.size());
   std::vector<int> sampled_rows, prompt_rows;
+  std::vector<std::pair<int, int>> feedback;  // (row of this step's ids, sampled row of the previous step)
   std::vector<std::vector<int>> mm(seqs.size());
-  top_n_ = 0;
   for (size_t i = 0; i < seqs.size(); ++i) {
     const RunnerSeq& s = seqs[i];
     GS_CHECK(s.q_len > 0 && s.start + s.q_len <= int(s.tokens->size()),
              "model runner: chunk [{}, {}) outside the {} known tokens", s.start, s.start + s.q_len, s.tokens->size());
     const int row0 = int(ids.size());
     ids.insert(ids.end(), s.tokens->begin() + s.start, s.tokens->begin() + s.start + s.q_len);
-    SeqStep& st = steps[i];
-    st.cached_len = s.start;
-    st.q_len = s.q_len;
-    for (int g = 0; g < kNumKvGroups; ++g) st.page_table[g] = s.page_table[g];
+    if (s.feedback_row >= 0) {
+      GS_CHECK(!inflight_.empty() && s.feedback_row < inflight_.back().num_sampled &&
+                   s.start + s.q_len == int(s.tokens->size()),
+               "model runner: chunk {} takes its last token from sampled row {} of a step in flight, which has {}",
+               i, s.feedback_row, inflight_.empty() ? 0 : inflight_.back().num_sampled);
+      ids.back() = 0;  // overwritten on the device before the forward reads it
+      feedback.push_back({row0 + s.q_len - 1, s.feedback_row});
+    }
+    SeqStep& ss = steps[i];
+    ss.cached_len = s.start;
+    ss.q_len = s.q_len;
+    for (int g = 0; g < kNumKvGroups; ++g) ss.page_table[g] = s.page_table[g];
     if (s.mm_block) {
       mm[i].resize(s.q_len);
       for (int r = 0; r < s.q_len; ++r) {
         int p = s.start + r;
         mm[i][r] = p < int(s.mm_block->size()) ? (*s.mm_block)[p] : -1;
       }
-      st.mm_block = mm[i].data();
+      ss.mm_block = mm[i].data();
     }
     if (s.sample) sampled_rows.push_back(row0 + s.q_len - 1);
     for (int r = 0; r < s.prompt_logprob_rows; ++r) prompt_rows.push_back(row0 + r);
-    if (s.sample || s.prompt_logprob_rows) top_n_ = std::max(top_n_, std::min(s.logprobs, kMaxTopLogprobs));
+    if (s.sample || s.prompt_logprob_rows) st.top_n = std::max(st.top_n, std::min(s.logprobs, kMaxTopLogprobs));
   }
   GS_CHECK(int(ids.size()) <= max_tokens_, "model runner: {} tokens in one step, reserved for {}", ids.size(),
            max_tokens_);
-  num_sampled_ = int(sampled_rows.size());
-  num_prompt_rows_ = int(prompt_rows.size());
+  st.num_sampled = int(sampled_rows.size());
+  st.num_prompt_rows = int(prompt_rows.size());
   std::vector<int> rows = sampled_rows;
   rows.insert(rows.end(), prompt_rows.begin(), prompt_rows.end());
   GS_CHECK(int(rows.size()) <= max_logit_rows_, "model runner: {} logit rows in one step, reserved for {}",
            rows.size(), max_logit_rows_);
 
-  Tensor ids_t = ids_.slice(0, int64_t(ids.size()));
-  be_.copy_from_host(ids_t, ids.data());
-  Tensor rows_t = logit_rows_.slice(0, int64_t(rows.size()));
-  if (!rows.empty()) be_.copy_from_host(rows_t, rows.data());
-  batch_ = build_attention_batch(be_, steps, page_size_);
-  fwd_ = model_.forward(ids_t, batch_, cache_, rows_t);
-  if (num_sampled_ == 0) {
-    launched_ = true;
-    return;
+  // The previous step's sampled ids stay in out_ids_ until this step's sampling overwrites them:
+  // the feedback copy is enqueued before that, and the previous step's host copy before both.
+  const bool decode_only = st.num_prompt_rows == 0 && st.num_sampled == int(seqs.size());
+  if (graphs_ && decode_only && graphs_->accepts(steps)) {
+    // Sampled rows are 0..n-1 in sequence order, as the graph's logits rows are.
+    st.fwd = graphs_->forward(steps, ids, out_ids_, feedback);
+    counters_.graph_steps++;
+  } else {
+    Tensor ids_t = ids_.slice(0, int64_t(ids.size()));
+    be_.copy_from_host(ids_t, ids.data());
+    if (!feedback.empty()) be_.scatter_ids(ids_t, out_ids_, feedback);
+    Tensor rows_t = logit_rows_.slice(0, int64_t(rows.size()));
+    if (!rows.empty()) be_.copy_from_host(rows_t, rows.data());
+    st.batch = build_attention_batch(be_, steps, page_size_);
+    st.fwd = model_.forward(ids_t, st.batch, cache_, rows_t);
+    counters_.eager_steps++;
   }
 
-  Tensor logits = fwd_.logits.slice(0, num_sampled_);
-  std::vector<SamplingRow> sampling;
-  std::vector<std::vector<std::pair<int, int>>> counts;
-  std::vector<float> presence, frequency;
-  bool penalties = false;
-  for (const RunnerSeq& s : seqs) {
-    if (!s.sample) continue;
-    sampling.push_back(s.sampling);
-    counts.push_back(s.token_counts ? *s.token_counts : std::vector<std::pair<int, int>>{});
-    presence.push_back(s.presence_penalty);
-    frequency.push_back(s.frequency_penalty);
-    penalties |= (s.presence_penalty != 0.f || s.frequency_penalty != 0.f) && s.token_counts &&
-                 !s.token_counts->empty();
+  const int n = st.num_sampled;
+  if (n > 0) {
+    Tensor logits = st.fwd.logits.slice(0, n);
+    std::vector<SamplingRow> sampling;
+    std::vector<std::vector<std::pair<int, int>>> counts;
+    std::vector<float> presence, frequency;
+    bool penalties = false;
+    for (const RunnerSeq& s : seqs) {
+      if (!s.sample) continue;
+      sampling.push_back(s.sampling);
+      counts.push_back(s.token_counts ? *s.token_counts : std::vector<std::pair<int, int>>{});
+      presence.push_back(s.presence_penalty);
+      frequency.push_back(s.frequency_penalty);
+      penalties |= (s.presence_penalty != 0.f || s.frequency_penalty != 0.f) && s.token_counts &&
+                   !s.token_counts->empty();
+    }
+    // Penalties shape the distribution that is sampled and reported, as in vLLM.
+    if (penalties) be_.apply_penalties(logits, counts, presence, frequency);
+    be_.sample(logits, sampling, out_ids_.slice(0, n), out_logprobs_.slice(0, n));
+    st.host = next_host_;
+    next_host_ ^= 1;
+    const HostResults& h = host_[st.host];
+    be_.copy_to_host_async(out_ids_.slice(0, n), h.ids.get());
+    be_.copy_to_host_async(out_logprobs_.slice(0, n), h.logprobs.get());
+    if (st.top_n > 0) {
+      Tensor ti = top_ids_.slice(0, int64_t(n) * st.top_n).view(Shape{n, st.top_n});
+      Tensor tl = top_logprobs_.slice(0, int64_t(n) * st.top_n).view(Shape{n, st.top_n});
+      be_.top_logprobs(logits, st.top_n, ti, tl);
+      be_.copy_to_host_async(ti, h.top_ids.get());
+      be_.copy_to_host_async(tl, h.top_logprobs.get());
+    }
   }
-  // Penalties shape the distribution that is sampled and reported, as in vLLM.
-  if (penalties) be_.apply_penalties(logits, counts, presence, frequency);
-  be_.sample(logits, sampling, out_ids_.slice(0, num_sampled_), out_logprobs_.slice(0, num_sampled_));
-  if (top_n_ > 0) {
-    Tensor ti = top_ids_.slice(0, int64_t(num_sampled_) * top_n_).view(Shape{num_sampled_, top_n_});
-    Tensor tl = top_logprobs_.slice(0, int64_t(num_sampled_) * top_n_).view(Shape{num_sampled_, top_n_});
-    be_.top_logprobs(logits, top_n_, ti, tl);
-  }
-  launched_ = true;
+  // Every step gets a fence, so collect() always waits for its step: the host never runs more
+  // than one step ahead of the device.
+  st.fence = be_.record_fence();
+  inflight_.push_back(std::move(st));
 }
 
 void ModelRunner::reset() {
   be_.synchronize();
-  launched_ = false;
-  seqs_.clear();
+  inflight_.clear();
 }
 
 namespace {
@@ -120,36 +172,33 @@ void host_row_logprobs(const float* l, int V, int target, int n, float* target_l
 }  // namespace
 
 std::vector<RunnerOutput> ModelRunner::collect() {
-  GS_CHECK(launched_, "model runner: collect() without launch()");
-  launched_ = false;
-  std::vector<RunnerOutput> out(seqs_.size());
-  std::vector<int> ids(num_sampled_), top_ids(size_t(num_sampled_) * top_n_);
-  std::vector<float> lps(num_sampled_), top_lps(size_t(num_sampled_) * top_n_);
-  if (num_sampled_ > 0) {
-    be_.copy_to_host(out_ids_.slice(0, num_sampled_), ids.data());
-    be_.copy_to_host(out_logprobs_.slice(0, num_sampled_), lps.data());
-    if (top_n_ > 0) {
-      be_.copy_to_host(top_ids_.slice(0, int64_t(num_sampled_) * top_n_), top_ids.data());
-      be_.copy_to_host(top_logprobs_.slice(0, int64_t(num_sampled_) * top_n_), top_lps.data());
-    }
-  }
-  const int V = int(fwd_.logits.cols());
+  GS_CHECK(!inflight_.empty(), "model runner: collect() without launch()");
+  Launched st = std::move(inflight_.front());
+  inflight_.pop_front();
+  be_.wait_fence(st.fence);
+  const int n = st.num_sampled, top_n = st.top_n;
+  const HostResults& h = host_[st.host];
+  const int* ids = static_cast<const int*>(h.ids.get());
+  const float* lps = static_cast<const float*>(h.logprobs.get());
+  const int* top_ids = static_cast<const int*>(h.top_ids.get());
+  const float* top_lps = static_cast<const float*>(h.top_logprobs.get());
+  const int V = int(st.fwd.logits.cols());
   std::vector<float> prompt_logits;
-  if (num_prompt_rows_ > 0) {
-    prompt_logits.resize(size_t(num_prompt_rows_) * V);
-    be_.copy_to_host(fwd_.logits.slice(num_sampled_, num_prompt_rows_), prompt_logits.data());
-  } else {
-    be_.synchronize();
+  if (st.num_prompt_rows > 0) {
+    // Nothing was launched after this step (can_launch_ahead()), so its logits are intact.
+    prompt_logits.resize(size_t(st.num_prompt_rows) * V);
+    be_.copy_to_host(st.fwd.logits.slice(n, st.num_prompt_rows), prompt_logits.data());
   }
+  std::vector<RunnerOutput> out(st.seqs.size());
   int si = 0, pi = 0;
-  for (size_t i = 0; i < seqs_.size(); ++i) {
-    const RunnerSeq& s = seqs_[i];
+  for (size_t i = 0; i < st.seqs.size(); ++i) {
+    const RunnerSeq& s = st.seqs[i];
     RunnerOutput& o = out[i];
     if (s.sample) {
       o.token = ids[si];
       o.logprob = lps[si];
-      for (int j = 0; j < std::min(s.logprobs, top_n_); ++j)
-        o.top.push_back({top_ids[size_t(si) * top_n_ + j], top_lps[size_t(si) * top_n_ + j]});
+      for (int j = 0; j < std::min(s.logprobs, top_n); ++j)
+        o.top.push_back({top_ids[size_t(si) * top_n + j], top_lps[size_t(si) * top_n + j]});
       ++si;
     }
     for (int r = 0; r < s.prompt_logprob_rows; ++r, ++pi) {
@@ -160,7 +209,7 @@ std::vector<RunnerOutput> ModelRunner::collect() {
                         &o.prompt_logprobs.back(), &o.prompt_top.back());
     }
   }
-  seqs_.clear();
+  GS_CHECK(si == n, "model runner: {} sampled rows for {} sampling chunks", n, si);
   return out;
 }
 

@@ -4,18 +4,30 @@
 // engine hands it a RunnerSeq per scheduled chunk.
 //
 // launch() enqueues the whole step (on the cuda backend every op is asynchronous, so it returns
-// while the device works); collect() waits for it and copies back only the sampled ids and the
-// log-probabilities that were asked for. Between the two the engine thread is free for host work.
+// while the device works) and the copy of its sampled ids and log-probabilities into pinned host
+// buffers; collect() waits for that copy only. Between the two the engine thread is free.
+//
+// Overlap: while step N runs, step N+1 may be launched (can_launch_ahead()), so the device never
+// waits for the host to schedule. A sequence whose newest token step N is still sampling then sets
+// feedback_row: its input id is copied from step N's sampled ids on the device. Steps with
+// prompt-logprob rows cannot be overtaken (their logits would be overwritten before collect()
+// reads them). collect() returns the oldest launched step's outputs.
+//
+// Decode steps (every sequence brings one token and wants it sampled, no prompt logprobs) replay a
+// CUDA graph when the backend records them and graphs were enabled (runner/decode_graphs.h).
 //
 // Logit rows: the sampled rows come first (the last row of each chunk that reaches the end of its
 // known tokens), then the prompt-logprob rows; both slices are contiguous in the logits tensor.
 #pragma once
+#include <deque>
+#include <memory>
 #include <utility>
 #include <vector>
 
 #include "model/gemma4_model.h"
 #include "ops/backend.h"
 #include "ops/kv_cache.h"
+#include "runner/decode_graphs.h"
 
 namespace gs {
 
@@ -31,6 +43,9 @@ struct RunnerSeq {
   const std::vector<std::pair<int, int>>* token_counts = nullptr;  // generated token -> count
   int logprobs = -1;                           // -1: none; 0: the chosen token's; n: plus the top n
   int prompt_logprob_rows = 0;                 // rows [start, start + n): logprob of the token after each
+  // >= 0: the chunk's last token (tokens->back(), a placeholder on the host) is sampled row
+  // `feedback_row` of the step launched just before this one, which has not been collected.
+  int feedback_row = -1;
 };
 
 struct RunnerOutput {
@@ -46,13 +61,27 @@ class ModelRunner {
  public:
   static constexpr int kMaxTopLogprobs = 20;  // OpenAI's limit
 
-  // max_tokens / max_logit_rows: the step limits the model was reserved for.
-  ModelRunner(Gemma4Model& model, KvCache& cache, int page_size, int max_tokens, int max_logit_rows);
+  // max_tokens / max_logit_rows: the step limits the model was reserved for. graphs.max_batch > 0
+  // enables decode graphs on backends that support them (capped at the reserved rows).
+  ModelRunner(Gemma4Model& model, KvCache& cache, int page_size, int max_tokens, int max_logit_rows,
+              DecodeGraphOptions graphs = {});
+  ~ModelRunner();
 
   void launch(const std::vector<RunnerSeq>& seqs);
+  // Whether launch() may be called now although a step is still in flight.
+  bool can_launch_ahead() const;
+  int steps_in_flight() const { return int(inflight_.size()); }
+  // The outputs of the oldest launched step, one per RunnerSeq.
   std::vector<RunnerOutput> collect();
-  // After a failed step: waits for whatever was enqueued and forgets the step.
+  // After a failed step: waits for whatever was enqueued and forgets every launched step.
   void reset();
+
+  // Steps run so far from a graph / eagerly, and graphs recorded (startup logs, bench-decode).
+  struct Counters {
+    uint64_t graph_steps = 0, eager_steps = 0;
+    int graphs = 0;
+  };
+  Counters counters() const;
 
  private:
   Gemma4Model& model_;
@@ -60,13 +89,26 @@ class ModelRunner {
   KvCache& cache_;
   int page_size_, max_tokens_, max_logit_rows_;
   Tensor ids_, logit_rows_, out_ids_, out_logprobs_, top_ids_, top_logprobs_;
+  std::unique_ptr<DecodeGraphs> graphs_;
+  Counters counters_;
 
-  // State of the launched step.
-  std::vector<RunnerSeq> seqs_;
-  ForwardOutput fwd_;
-  AttentionBatch batch_;
-  int num_sampled_ = 0, num_prompt_rows_ = 0, top_n_ = 0;
-  bool launched_ = false;
+  // Pinned host copies of one step's sampled results; two, so a step can be launched while the
+  // one before it still owns its copies.
+  struct HostResults {
+    std::shared_ptr<void> ids, logprobs, top_ids, top_logprobs;
+  };
+  HostResults host_[2];
+  int next_host_ = 0;
+
+  struct Launched {
+    std::vector<RunnerSeq> seqs;
+    ForwardOutput fwd;        // its logits are read by collect() for prompt-logprob rows
+    AttentionBatch batch;     // kept alive while the device may read it
+    int num_sampled = 0, num_prompt_rows = 0, top_n = 0;
+    int host = 0;             // index into host_
+    uint64_t fence = 0;       // passed once the step and its copies ran
+  };
+  std::deque<Launched> inflight_;  // oldest first, at most two
 };
 
 }  // namespace gs

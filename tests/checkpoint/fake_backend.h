@@ -90,6 +90,7 @@ class FakeBackend : public Backend {
     throw no_op();
   }
   void top_logprobs(const Tensor&, int, const Tensor&, const Tensor&) override { throw no_op(); }
+  void scatter_ids(const Tensor&, const Tensor&, const std::vector<std::pair<int, int>>&) override { throw no_op(); }
 
   int uploads = 0;
   int uniform_fills = 0;

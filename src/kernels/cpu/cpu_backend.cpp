@@ -80,6 +80,15 @@ class CpuBackend final : public Backend {
   size_t free_memory_bytes() const override { return meminfo_bytes("MemAvailable"); }
   size_t total_memory_bytes() const override { return meminfo_bytes("MemTotal"); }
   void synchronize() override {}
+  void scatter_ids(const Tensor& dst, const Tensor& src, const std::vector<std::pair<int, int>>& pairs) override {
+    GS_CHECK(dst.dtype == DType::I32 && src.dtype == DType::I32, "scatter_ids: {} <- {} must be i32", dst.str(),
+             src.str());
+    for (auto [d, s] : pairs) {
+      GS_CHECK(d >= 0 && d < dst.numel() && s >= 0 && s < src.numel(), "scatter_ids: pair ({}, {}) outside {} <- {}",
+               d, s, dst.str(), src.str());
+      dst.ptr<int>()[d] = src.ptr<int>()[s];
+    }
+  }
 
   KvCache allocate_kv_cache(const ModelConfig& cfg, int page_size, const int num_pages[kNumKvGroups]) override {
     GS_CHECK(page_size > 0, "cpu allocate_kv_cache: page size {} must be positive", page_size);

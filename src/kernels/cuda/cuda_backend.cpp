@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <vector>
 
 #include "core/error.h"
@@ -20,6 +21,7 @@
 #include "kernels/cuda/norms.h"
 #include "kernels/cuda/qkv_prepare.h"
 #include "kernels/cuda/sampling.h"
+#include "kernels/cuda/scatter_ids.h"
 #include "kernels/cuda/scratch_arena.h"
 
 namespace gs {
@@ -39,6 +41,7 @@ class CudaBackend final : public Backend {
     gemm_ = std::make_unique<cuda::LtGemm>(stream_, alloc_->allocate(kGemmWorkspaceBytes), kGemmWorkspaceBytes);
     scratch_ = std::make_unique<cuda::ScratchArena>(alloc_);
     staging_ = std::make_unique<cuda::HostStaging>(alloc_, stream_);
+    for (cudaEvent_t& e : fences_) GS_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     log::info("cuda backend: {} (sm_{}{}, {} SMs, {:.1f} GiB)", props_.name, props_.major, props_.minor,
               props_.multiProcessorCount, props_.totalGlobalMem / 1073741824.0);
   }
@@ -47,6 +50,7 @@ class CudaBackend final : public Backend {
     cudaStreamSynchronize(stream_);
     for (auto& g : graphs_)
       if (g) cudaGraphExecDestroy(g);
+    for (cudaEvent_t e : fences_) cudaEventDestroy(e);
     staging_.reset();
     scratch_.reset();
     gemm_.reset();
@@ -196,7 +200,9 @@ class CudaBackend final : public Backend {
   void moe_route(const Tensor& r, const Tensor& router_scale, const Tensor& router_proj,
                  const Tensor& per_expert_scale, float in_scale, float eps, int top_k, const Tensor& ids,
                  const Tensor& weights) override {
-    cuda::launch_moe_route(r, router_scale, router_proj, per_expert_scale, in_scale, eps, top_k, ids, weights, stream_);
+    void* scratch = scratch_->get(cuda::moe_route_scratch_bytes(r.rows(), router_proj.dim(0)), capturing(), "moe_route");
+    cuda::launch_moe_route(r, router_scale, router_proj, per_expert_scale, in_scale, eps, top_k, ids, weights, scratch,
+                           cuda::moe_route_scratch_bytes(r.rows(), router_proj.dim(0)), stream_);
   }
   void moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
                    const Tensor& down, const Tensor& out) override {
@@ -275,6 +281,47 @@ class CudaBackend final : public Backend {
     graphs_[size_t(graph)] = nullptr;
   }
 
+  // ---- overlapped steps -------------------------------------------------------------------------
+  std::shared_ptr<void> host_buffer(size_t bytes) override {
+    void* p = nullptr;
+    GS_CUDA_CHECK(cudaMallocHost(&p, std::max<size_t>(bytes, 1)));
+    return std::shared_ptr<void>(p, [](void* q) { cudaFreeHost(q); });
+  }
+
+  void copy_to_host_async(const Tensor& src, void* dst) override {
+    GS_CHECK(src.device == Device::CUDA, "copy_to_host_async: source {} is not on the GPU", src.str());
+    GS_CHECK(!capturing(), "copy_to_host_async from {}: not allowed while a CUDA graph is captured", src.str());
+    if (src.nbytes()) GS_CUDA_CHECK(cudaMemcpyAsync(dst, src.data, src.nbytes(), cudaMemcpyDeviceToHost, stream_));
+  }
+
+  // Fences are a ring of events: a ticket whose event was recorded again since waits for the newer
+  // record, which is later on the stream, so the wait is never too short.
+  uint64_t record_fence() override {
+    const uint64_t ticket = ++last_fence_;
+    GS_CUDA_CHECK(cudaEventRecord(fences_[ticket % fences_.size()], stream_));
+    return ticket;
+  }
+  void wait_fence(uint64_t fence) override {
+    GS_CHECK(fence <= last_fence_, "wait_fence: fence {} was never recorded (last {})", fence, last_fence_);
+    if (fence == 0) return;
+    GS_CUDA_CHECK(cudaEventSynchronize(fences_[fence % fences_.size()]));
+  }
+
+  void scatter_ids(const Tensor& dst, const Tensor& src, const std::vector<std::pair<int, int>>& pairs) override {
+    GS_CHECK(!capturing(), "scatter_ids(): host pairs cannot be part of a captured CUDA graph");
+    if (pairs.empty()) return;
+    std::vector<int> flat;
+    flat.reserve(pairs.size() * 2);
+    for (auto [d, s] : pairs) {
+      GS_CHECK(d >= 0 && d < dst.numel() && s >= 0 && s < src.numel(), "scatter_ids: pair ({}, {}) outside {} <- {}",
+               d, s, dst.str(), src.str());
+      flat.push_back(d);
+      flat.push_back(s);
+    }
+    auto* d_pairs = static_cast<const int*>(staging_->upload(flat.data(), flat.size() * sizeof(int)));
+    cuda::launch_scatter_ids(dst, src, d_pairs, int(pairs.size()), stream_);
+  }
+
  private:
   bool capturing() const {
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
@@ -290,6 +337,8 @@ class CudaBackend final : public Backend {
   std::unique_ptr<cuda::ScratchArena> scratch_;
   std::unique_ptr<cuda::HostStaging> staging_;
   std::vector<cudaGraphExec_t> graphs_;
+  std::array<cudaEvent_t, 16> fences_{};
+  uint64_t last_fence_ = 0;
 };
 
 }  // namespace
