@@ -21,6 +21,16 @@ Tensor rows_of(const Tensor& buf, int64_t rows, int64_t cols) {
   return t;
 }
 
+// A block's last op: the residual add, fused with the norm that follows it when there is one.
+static void finish_block(Backend& be, const ModelConfig& cfg, Gemma4Workspace& ws, const Tensor& x, const Tensor& o,
+                         const Tensor& post_norm, float out_scale, const Tensor* next_norm, int T) {
+  if (next_norm)
+    be.residual_add_norm_then_norm(x, o, post_norm, cfg.rms_norm_eps, out_scale, *next_norm,
+                                   rows_of(ws.a, T, cfg.hidden_size));
+  else
+    be.residual_add_norm(x, o, post_norm, cfg.rms_norm_eps, out_scale);
+}
+
 void attention_block(Backend& be, const ModelConfig& cfg, int layer, const LayerWeights& w, Gemma4Workspace& ws,
                      const AttentionBatch& batch, KvCache& cache, int T) {
   const LayerSpec& spec = cfg.layers[size_t(layer)];
@@ -42,23 +52,22 @@ void attention_block(Backend& be, const ModelConfig& cfg, int layer, const Layer
   Tensor attn = rows_of(ws.attn, T, int64_t(Nq) * d), o = rows_of(ws.o, T, cfg.hidden_size);
   KvPool& pool = cache.pool(spec.group());
 
-  be.rms_norm(x, &w.input_norm, cfg.rms_norm_eps, a);
-  be.matmul(a, w.qkv, qkv);
+  be.matmul(a, w.qkv, qkv);  // a = input_norm(x), left by the block before
   be.qkv_prepare(qkv, layout, p, spec.rope, w.q_norm, spec.owns_kv ? &w.k_norm : nullptr, cfg.rms_norm_eps, batch,
                  spec.group(), pool, spec.kv_slot, q);
   be.attention(q, batch, spec.group(), pool, spec.kv_slot, p, attn);
   be.matmul(attn, w.o_proj, o);
-  be.residual_add_norm(x, o, w.post_attn_norm, cfg.rms_norm_eps, 1.0f);
+  finish_block(be, cfg, ws, x, o, w.post_attn_norm, 1.0f, &w.pre_ffn_norm, T);
 }
 
 void ffn_block(Backend& be, const ModelConfig& cfg, int layer, const LayerWeights& w, Gemma4Workspace& ws, int T,
-               float out_scale) {
+               float out_scale, const Tensor* next_norm) {
   const int64_t H = cfg.hidden_size, I = w.down.dim(1);
   Tensor x = rows_of(ws.x, T, H), a = rows_of(ws.a, T, H), o = rows_of(ws.o, T, H);
   Tensor gate_up = rows_of(ws.gate_up, T, 2 * I), act = rows_of(ws.act, T, I);
 
-  // Dense MLP (for MoE layers: the always-on "shared" branch) on the pre-FFN-normed stream.
-  be.rms_norm(x, &w.pre_ffn_norm, cfg.rms_norm_eps, a);
+  // Dense MLP (for MoE layers: the always-on "shared" branch) on the pre-FFN-normed stream
+  // (a = pre_ffn_norm(x), left by the attention block).
   be.matmul(a, w.gate_up, gate_up);
   be.gelu_tanh_mul(gate_up, act);
   be.matmul(act, w.down, o);
@@ -75,7 +84,7 @@ void ffn_block(Backend& be, const ModelConfig& cfg, int layer, const LayerWeight
     be.rms_norm(m, &w.post_ffn_norm_2, cfg.rms_norm_eps, m);
     be.add(o, m, o);
   }
-  be.residual_add_norm(x, o, w.post_ffn_norm, cfg.rms_norm_eps, out_scale);
+  finish_block(be, cfg, ws, x, o, w.post_ffn_norm, out_scale, next_norm, T);
 }
 
 void compute_per_layer_inputs(Backend& be, const ModelConfig& cfg, const ModelWeights& w, Gemma4Workspace& ws,
@@ -93,7 +102,7 @@ void compute_per_layer_inputs(Backend& be, const ModelConfig& cfg, const ModelWe
 }
 
 void ple_block(Backend& be, const ModelConfig& cfg, int layer, const LayerWeights& w, Gemma4Workspace& ws, int T,
-               float out_scale) {
+               float out_scale, const Tensor* next_norm) {
   const int64_t H = cfg.hidden_size, P = cfg.ple_dim;
   Tensor x = rows_of(ws.x, T, H), o = rows_of(ws.o, T, H), g = rows_of(ws.ple_gate, T, P);
   // This layer's slice of ws.ple ([L, T, P], layer-major).
@@ -103,7 +112,7 @@ void ple_block(Backend& be, const ModelConfig& cfg, int layer, const LayerWeight
   be.matmul(x, w.ple_gate, g);
   be.gelu_tanh_mul_pair(g, ple, g);
   be.matmul(g, w.ple_proj, o);
-  be.residual_add_norm(x, o, w.ple_post_norm, cfg.rms_norm_eps, out_scale);
+  finish_block(be, cfg, ws, x, o, w.ple_post_norm, out_scale, next_norm, T);
 }
 
 }  // namespace gs

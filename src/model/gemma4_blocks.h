@@ -34,21 +34,28 @@ struct Gemma4Workspace {
 // The first `rows` rows of a workspace buffer, viewed as [rows, cols].
 Tensor rows_of(const Tensor& buf, int64_t rows, int64_t cols);
 
+// The blocks hand the normed input along: each block's last op writes ws.a = the next block's input
+// norm of h together with its residual add (Backend::residual_add_norm_then_norm), so no block
+// starts with a norm launch of its own. On entry ws.a holds the block's input norm of h.
+
 // h += post_attention_norm(o_proj(attention(input_norm(h)))), reading/writing the layer's KV cache.
+// Expects ws.a = input_norm(h); leaves ws.a = pre_ffn_norm(h).
 void attention_block(Backend& be, const ModelConfig& cfg, int layer, const LayerWeights& w, Gemma4Workspace& ws,
                      const AttentionBatch& batch, KvCache& cache, int T);
 
 // h = (h + post_ffn_norm(ffn(h))) · out_scale; ffn is the dense MLP, or for MoE layers the dense
-// branch plus the routed experts (§2.8).
+// branch plus the routed experts (§2.8). Expects ws.a = pre_ffn_norm(h); leaves ws.a =
+// rms_norm(h)·next_norm when next_norm is given.
 void ffn_block(Backend& be, const ModelConfig& cfg, int layer, const LayerWeights& w, Gemma4Workspace& ws, int T,
-               float out_scale);
+               float out_scale, const Tensor* next_norm);
 
 // Per-layer inputs of all layers for this step (§2.3) into ws.ple, from the scaled embeddings in ws.x.
 void compute_per_layer_inputs(Backend& be, const ModelConfig& cfg, const ModelWeights& w, Gemma4Workspace& ws,
                               const Tensor& ids, int T);
 
-// h = (h + post_per_layer_input_norm(proj(gelu_tanh(gate(h)) ⊙ ple[layer]))) · out_scale.
+// h = (h + post_per_layer_input_norm(proj(gelu_tanh(gate(h)) ⊙ ple[layer]))) · out_scale. Reads h
+// itself; leaves ws.a = rms_norm(h)·next_norm when next_norm is given.
 void ple_block(Backend& be, const ModelConfig& cfg, int layer, const LayerWeights& w, Gemma4Workspace& ws, int T,
-               float out_scale);
+               float out_scale, const Tensor* next_norm);
 
 }  // namespace gs

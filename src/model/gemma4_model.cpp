@@ -132,16 +132,20 @@ ForwardOutput Gemma4Model::forward(const Tensor& ids, const AttentionBatch& batc
   be_.embedding(w_.embed, ids, round_to(be_.activation_dtype(), cfg_.embed_scale()), x);
   if (cfg_.ple_dim > 0) compute_per_layer_inputs(be_, cfg_, w_, ws, ids, T);
 
+  // The first layer's input norm; every later norm that starts a block is fused into the residual
+  // add that ends the block before it (gemma4_blocks.h).
+  be_.rms_norm(x, &w_.layers[0].input_norm, cfg_.rms_norm_eps, rows_of(ws.a, T, H));
   for (int i = 0; i < cfg_.num_layers; ++i) {
     const LayerWeights& lw = w_.layers[size_t(i)];
+    const Tensor* next_input_norm = i + 1 < cfg_.num_layers ? &w_.layers[size_t(i) + 1].input_norm : nullptr;
     attention_block(be_, cfg_, i, lw, ws, batch, cache, T);
     // layer_scalar multiplies the whole residual after the layer's last add (§2.4 step 6): it is
-    // folded into that add.
+    // folded into that add, and the next layer's input norm reads the scaled residual.
     if (cfg_.ple_dim > 0) {
-      ffn_block(be_, cfg_, i, lw, ws, T, 1.0f);
-      ple_block(be_, cfg_, i, lw, ws, T, lw.layer_scalar);
+      ffn_block(be_, cfg_, i, lw, ws, T, 1.0f, nullptr);
+      ple_block(be_, cfg_, i, lw, ws, T, lw.layer_scalar, next_input_norm);
     } else {
-      ffn_block(be_, cfg_, i, lw, ws, T, lw.layer_scalar);
+      ffn_block(be_, cfg_, i, lw, ws, T, lw.layer_scalar, next_input_norm);
     }
   }
 

@@ -88,6 +88,13 @@ class Backend {
   // + layer_scalar in one pass.)
   virtual void residual_add_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
                                  float out_scale) = 0;
+  // residual_add_norm, then next_out = rms_norm(residual)·next_weight: the next block's input norm
+  // read from the row just written (one pass over the row instead of two on a fused backend).
+  virtual void residual_add_norm_then_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
+                                           float out_scale, const Tensor& next_weight, const Tensor& next_out) {
+    residual_add_norm(residual, x, weight, eps, out_scale);
+    rms_norm(residual, &next_weight, eps, next_out);
+  }
   // out = a + b (same shape).
   virtual void add(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
   // x = x · s, in place.

@@ -84,6 +84,26 @@ TEST_F(Dense, ResidualAddNorm) {
   }
 }
 
+// The fused form the model uses between blocks: the residual as above, and the next block's
+// input norm of it, against the cpu's two separate ops.
+TEST_F(Dense, ResidualAddNormThenNorm) {
+  for (int64_t cols : {64, 136, 1536, 5376}) {
+    for (float out_scale : {1.f, 0.7f}) {
+      const int64_t rows = 5;
+      auto r = random_bf16(rows * cols, -4.f, 4.f), x = random_bf16(rows * cols, -2.f, 2.f);
+      auto [wc, wg] = weight(random_bf16(cols, 0.2f, 1.2f), Shape{cols});
+      auto [nc, ng] = weight(random_bf16(cols, -1.5f, 1.5f), Shape{cols});
+      Tensor rc = cpu_act(r, {rows, cols}), rg = gpu_act(r, {rows, cols});
+      Tensor oc = cpu->empty(DType::F32, {rows, cols}), og = gpu_poisoned(DType::BF16, {rows, cols});
+      cpu->residual_add_norm_then_norm(rc, cpu_act(x, {rows, cols}), wc, 1e-6f, out_scale, nc, oc);
+      gpu->residual_add_norm_then_norm(rg, gpu_act(x, {rows, cols}), wg, 1e-6f, out_scale, ng, og);
+      const std::string what = " cols=" + std::to_string(cols) + " scale=" + std::to_string(out_scale);
+      expect_close(rg, rc, kBf16Tol, "residual" + what);
+      expect_close(og, oc, kBf16Tol, "next norm" + what);
+    }
+  }
+}
+
 TEST_F(Dense, AddScaleAndGeluProducts) {
   for (int64_t cols : {128, 61}) {
     const int64_t rows = 9, n = rows * cols;

@@ -160,6 +160,10 @@ class CudaBackend final : public Backend {
                          float out_scale) override {
     cuda::launch_residual_add_norm(residual, x, weight, eps, out_scale, stream_);
   }
+  void residual_add_norm_then_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
+                                   float out_scale, const Tensor& next_weight, const Tensor& next_out) override {
+    cuda::launch_residual_add_norm(residual, x, weight, eps, out_scale, stream_, &next_weight, &next_out);
+  }
   void add(const Tensor& a, const Tensor& b, const Tensor& out) override { cuda::launch_add(a, b, out, stream_); }
   void scale(const Tensor& x, float s) override { cuda::launch_scale(x, s, stream_); }
   void gelu_tanh_mul(const Tensor& gate_up, const Tensor& out) override {

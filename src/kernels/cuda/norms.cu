@@ -1,5 +1,6 @@
-// RMSNorm and the fused post-norm + residual add + layer scalar. One block per row; the row stays
-// in registers between the sum of squares and the normalisation, so x is read once.
+// RMSNorm and the fused post-norm + residual add + layer scalar (+ the next block's input norm).
+// One block per row; the row stays in registers between the sum of squares and the normalisation,
+// so x is read once.
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/launch_util.h"
 #include "kernels/cuda/norms.h"
@@ -29,10 +30,17 @@ __device__ __forceinline__ void store_n(T* p, const float (&v)[V]) {
   }
 }
 
-// RESID: out is the residual stream, updated as (out + norm(x)·w)·out_scale. Otherwise out = norm(x)·w.
-template <typename T, int V, bool RESID>
+// What a row kernel writes.
+enum class RowOp {
+  Norm,       // out = norm(x)·w
+  Resid,      // out is the residual stream: out = (out + norm(x)·w)·out_scale
+  ResidNext,  // Resid, then next_out = norm(out)·next_w from the stored residual row
+};
+
+// One block per row; each thread holds up to kMaxUnits vectors of the row in registers.
+template <typename T, int V, RowOp OP>
 __global__ void rms_row_kernel(const T* x, const void* w, bool w_f32, T* out, int64_t cols, float eps,
-                               float out_scale) {
+                               float out_scale, const void* next_w, bool next_w_f32, T* next_out) {
   __shared__ float scratch[32];
   const int64_t row = blockIdx.x;
   const T* xr = x + row * cols;
@@ -50,6 +58,7 @@ __global__ void rms_row_kernel(const T* x, const void* w, bool w_f32, T* out, in
     }
   }
   float inv = rsqrtf(block_sum(sumsq, scratch) / float(cols) + eps);
+  float next_sumsq = 0.f;
 #pragma unroll
   for (int k = 0; k < kMaxUnits; ++k) {
     int64_t j = threadIdx.x + int64_t(k) * blockDim.x;
@@ -61,7 +70,7 @@ __global__ void rms_row_kernel(const T* x, const void* w, bool w_f32, T* out, in
       if (w) n *= load_weight(w, w_f32, j * V + e);
       y[e] = rnd<T>(n);
     }
-    if constexpr (RESID) {
+    if constexpr (OP != RowOp::Norm) {
       float r[V];
       load_n<T, V>(outr + j * V, r);
 #pragma unroll
@@ -71,26 +80,51 @@ __global__ void rms_row_kernel(const T* x, const void* w, bool w_f32, T* out, in
       }
     }
     store_n<T, V>(outr + j * V, y);
+    if constexpr (OP == RowOp::ResidNext) {
+      // The next norm reads the row as stored, exactly what a separate rms_norm would load.
+#pragma unroll
+      for (int e = 0; e < V; ++e) {
+        v[k][e] = rnd<T>(y[e]);
+        next_sumsq += v[k][e] * v[k][e];
+      }
+    }
+  }
+  if constexpr (OP == RowOp::ResidNext) {
+    const float next_inv = rsqrtf(block_sum(next_sumsq, scratch) / float(cols) + eps);
+    T* nr = next_out + row * cols;
+#pragma unroll
+    for (int k = 0; k < kMaxUnits; ++k) {
+      int64_t j = threadIdx.x + int64_t(k) * blockDim.x;
+      if (j >= units) continue;
+      float y[V];
+#pragma unroll
+      for (int e = 0; e < V; ++e) y[e] = v[k][e] * next_inv * load_weight(next_w, next_w_f32, j * V + e);
+      store_n<T, V>(nr + j * V, y);
+    }
   }
 }
 
-template <typename T, bool RESID>
+template <typename T, RowOp OP>
 void launch_rows(const char* op, const Tensor& x, const Tensor* w, float eps, T* out, float out_scale,
-                 cudaStream_t stream) {
+                 cudaStream_t stream, const Tensor* next_w = nullptr, T* next_out = nullptr) {
   const int64_t rows = x.rows(), cols = x.cols();
   if (rows == 0 || cols == 0) return;
   constexpr int VV = kVec<T>;
-  bool vec = cols % VV == 0 && aligned16(x.data) && aligned16(out);
+  bool vec = cols % VV == 0 && aligned16(x.data) && aligned16(out) && (!next_out || aligned16(next_out));
   int64_t units = vec ? cols / VV : cols;
   int threads = int(std::min<int64_t>(1024, (units + kMaxUnits - 1) / kMaxUnits));
   threads = std::max(32, (threads + 31) / 32 * 32);
   require(units <= int64_t(threads) * kMaxUnits, op, ": rows of ", cols, " elements are too long for one block");
   const void* wp = w ? w->data : nullptr;
   bool w_f32 = w && w->dtype == DType::F32;
+  const void* nwp = next_w ? next_w->data : nullptr;
+  bool nw_f32 = next_w && next_w->dtype == DType::F32;
   if (vec)
-    rms_row_kernel<T, VV, RESID><<<unsigned(rows), threads, 0, stream>>>(x.ptr<T>(), wp, w_f32, out, cols, eps, out_scale);
+    rms_row_kernel<T, VV, OP><<<unsigned(rows), threads, 0, stream>>>(x.ptr<T>(), wp, w_f32, out, cols, eps, out_scale,
+                                                                      nwp, nw_f32, next_out);
   else
-    rms_row_kernel<T, 1, RESID><<<unsigned(rows), threads, 0, stream>>>(x.ptr<T>(), wp, w_f32, out, cols, eps, out_scale);
+    rms_row_kernel<T, 1, OP><<<unsigned(rows), threads, 0, stream>>>(x.ptr<T>(), wp, w_f32, out, cols, eps, out_scale,
+                                                                     nwp, nw_f32, next_out);
   GS_CUDA_LAUNCHED(op);
 }
 
@@ -110,20 +144,34 @@ void launch_rms_norm(const Tensor& x, const Tensor* weight, float eps, const Ten
   if (weight) check_weight(*weight, x.cols(), "rms_norm");
   dispatch_float(x.dtype, "rms_norm", "x", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    launch_rows<T, false>("rms_norm", x, weight, eps, out.ptr<T>(), 1.f, stream);
+    launch_rows<T, RowOp::Norm>("rms_norm", x, weight, eps, out.ptr<T>(), 1.f, stream);
   });
 }
 
 void launch_residual_add_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
-                              float out_scale, cudaStream_t stream) {
+                              float out_scale, cudaStream_t stream, const Tensor* next_weight, const Tensor* next_out) {
   check_cuda_tensor(residual, "residual_add_norm", "residual");
   check_cuda_tensor(x, "residual_add_norm", "x");
   require(x.dtype == residual.dtype && x.shape == residual.shape, "residual_add_norm: x ", x.str(),
           " must match residual ", residual.str());
   check_weight(weight, x.cols(), "residual_add_norm");
+  require((next_weight == nullptr) == (next_out == nullptr), "residual_add_norm: next_weight and next_out go together");
+  if (next_out) {
+    check_weight(*next_weight, x.cols(), "residual_add_norm (next norm)");
+    check_cuda_tensor(*next_out, "residual_add_norm", "next_out");
+    require(next_out->dtype == residual.dtype && next_out->numel() == residual.numel() &&
+                next_out->cols() == residual.cols(),
+            "residual_add_norm: next_out ", next_out->str(), " must match residual ", residual.str());
+    require(next_out->data != x.data && next_out->data != residual.data,
+            "residual_add_norm: next_out must be a buffer of its own");
+  }
   dispatch_float(x.dtype, "residual_add_norm", "x", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    launch_rows<T, true>("residual_add_norm", x, &weight, eps, residual.ptr<T>(), out_scale, stream);
+    if (next_out)
+      launch_rows<T, RowOp::ResidNext>("residual_add_norm", x, &weight, eps, residual.ptr<T>(), out_scale, stream,
+                                       next_weight, next_out->ptr<T>());
+    else
+      launch_rows<T, RowOp::Resid>("residual_add_norm", x, &weight, eps, residual.ptr<T>(), out_scale, stream);
   });
 }
 
