@@ -349,6 +349,7 @@ void Engine::Impl::publish_stats() {
   for (int g = 0; g < kNumKvGroups; ++g) {
     const PagePool& pool = kv->pool(KvGroup(g));
     stats.pages_used[g] = pool.num_used() - pool.num_evictable();
+    stats.pages_peak[g] = std::max(stats.pages_peak[g], stats.pages_used[g]);
     stats.pages_cached[g] = pool.num_evictable();
     stats.pages_total[g] = pool.num_pages();
   }

@@ -42,6 +42,7 @@ struct EngineStats {
   int pages_used[kNumKvGroups] = {0, 0};   // held by requests (0 once every request is done)
   int pages_cached[kNumKvGroups] = {0, 0}; // held by no request, kept readable by the prefix cache
   int pages_total[kNumKvGroups] = {0, 0};
+  int pages_peak[kNumKvGroups] = {0, 0};   // the most pages_used seen after any step (pool sizing)
   int page_size = 0;
   uint64_t prefix_queries = 0;   // prompt tokens looked up in the prefix cache
   uint64_t prefix_hits = 0;      // of those, tokens served from it

@@ -49,8 +49,13 @@ std::string ServerMetrics::render(const EngineStats& s) const {
   out += fmt::format("gemmaserve_requests_waiting {}\n", s.waiting);
 
   const char* pools[kNumKvGroups] = {"sliding", "full"};
-  metric(out, "gemmaserve_kv_pages_used", "gauge", "KV cache pages held by requests or the prefix cache, per pool.");
+  metric(out, "gemmaserve_kv_pages_used", "gauge", "KV cache pages held by requests, per pool.");
   for (int g = 0; g < kNumKvGroups; ++g) out += fmt::format("gemmaserve_kv_pages_used{{pool=\"{}\"}} {}\n", pools[g], s.pages_used[g]);
+  metric(out, "gemmaserve_kv_pages_cached", "gauge",
+         "KV cache pages held by no request but kept for prefix-cache hits (reused first when pages run out), per pool.");
+  for (int g = 0; g < kNumKvGroups; ++g) out += fmt::format("gemmaserve_kv_pages_cached{{pool=\"{}\"}} {}\n", pools[g], s.pages_cached[g]);
+  metric(out, "gemmaserve_kv_pages_peak", "gauge", "Most KV cache pages held by requests at once since start, per pool.");
+  for (int g = 0; g < kNumKvGroups; ++g) out += fmt::format("gemmaserve_kv_pages_peak{{pool=\"{}\"}} {}\n", pools[g], s.pages_peak[g]);
   metric(out, "gemmaserve_kv_pages_total", "gauge", "KV cache pages in each pool.");
   for (int g = 0; g < kNumKvGroups; ++g) out += fmt::format("gemmaserve_kv_pages_total{{pool=\"{}\"}} {}\n", pools[g], s.pages_total[g]);
   metric(out, "gemmaserve_kv_page_size_tokens", "gauge", "Tokens per KV page.");

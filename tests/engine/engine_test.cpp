@@ -31,6 +31,21 @@ struct Result {
   std::vector<TokenLogprob> logprobs, prompt_logprobs;
 };
 
+// Greedy continuations of one request from two runs that batch, chunk or cache it differently
+// must be equal, with one allowance. The CPU forward is batch-invariant only to f32 rounding
+// (batch_invariance_test.cpp) and the tiny random model's distributions are nearly flat, so two
+// candidates a few 1e-6 apart in logprob do occur (these tests failed about once in 100 runs
+// before this allowance). The runs may part ways at a token where both saw a tie: each run's
+// token within kTie of the other's in its own top-2 logprobs; after that the continuations are
+// unrelated and are not compared. A wrong page, position or input id moves logprobs by whole
+// units. The request must ask for logprobs >= 2 (tie_aware()).
+constexpr double kTie = 1e-3;
+
+GenerationRequest tie_aware(GenerationRequest r);
+// The index of the first token at which x and y part ways at a tie, or -1 (equal, or not a tie).
+int tie_divergence(const Result& x, const Result& y);
+void expect_same_greedy(const Result& got, const Result& ref, const std::string& id);
+
 Result drain(OutputChannel& ch) {
   Result r;
   while (true) {
@@ -48,6 +63,37 @@ Result drain(OutputChannel& ch) {
       return r;
     }
   }
+}
+
+GenerationRequest tie_aware(GenerationRequest r) {
+  r.sampling.logprobs = std::max(r.sampling.logprobs, 2);
+  return r;
+}
+
+int tie_divergence(const Result& x, const Result& y) {
+  const size_t n = std::min(x.tokens.size(), y.tokens.size());
+  for (size_t i = 0; i < n; ++i) {
+    if (x.tokens[i] == y.tokens[i]) continue;
+    auto near_own = [&](const Result& in, int other) {
+      if (i >= in.logprobs.size()) return false;
+      for (const auto& [t, l] : in.logprobs[i].top)
+        if (t == other) return std::fabs(l - in.logprobs[i].logprob) <= kTie;
+      return false;
+    };
+    return near_own(x, y.tokens[i]) && near_own(y, x.tokens[i]) ? int(i) : -1;
+  }
+  return -1;
+}
+
+void expect_same_greedy(const Result& got, const Result& ref, const std::string& id) {
+  const int tie = tie_divergence(got, ref);
+  if (tie >= 0) {
+    std::printf("%s: the runs chose between tied tokens at %d (%d vs %d); compared up to there\n", id.c_str(), tie,
+                got.tokens[size_t(tie)], ref.tokens[size_t(tie)]);
+    return;
+  }
+  EXPECT_EQ(got.tokens, ref.tokens) << id;
+  EXPECT_EQ(got.finish, ref.finish) << id;
 }
 
 GenerationRequest request(const std::string& id, std::vector<int> prompt, int max_tokens, bool ignore_eos = true) {
@@ -118,7 +164,8 @@ TEST(Engine, OutputDoesNotDependOnTheBatchOrChunking) {
   TinyModel m = make_tiny_model(12);
   std::mt19937 rng(std::random_device{}());
   std::vector<GenerationRequest> reqs;
-  for (int i = 0; i < 6; ++i) reqs.push_back(request("r" + std::to_string(i), random_prompt(rng, 5 + int(rng() % 60)), 5 + int(rng() % 30)));
+  for (int i = 0; i < 6; ++i)
+    reqs.push_back(tie_aware(request("r" + std::to_string(i), random_prompt(rng, 5 + int(rng() % 60)), 5 + int(rng() % 30))));
   // A seeded sampled request too: its draws are keyed by (seed, step), not by batch position.
   GenerationRequest sampled = request("s", random_prompt(rng, 30), 20);
   sampled.sampling.temperature = 0.9f;
@@ -137,7 +184,7 @@ TEST(Engine, OutputDoesNotDependOnTheBatchOrChunking) {
   std::vector<GenerationRequest> copies;
   for (const auto& r : reqs) copies.push_back(fresh(r));
   auto together = run_all(m, chunked, copies);
-  for (const auto& r : reqs) EXPECT_EQ(together[r.id].tokens, alone[r.id].tokens) << r.id;
+  for (const auto& r : reqs) expect_same_greedy(together[r.id], alone[r.id], r.id);
 }
 
 TEST(Engine, PrefixCacheHitGivesTheSameTokensAsAColdRun) {
@@ -149,18 +196,18 @@ TEST(Engine, PrefixCacheHitGivesTheSameTokensAsAColdRun) {
 
   EngineOptions cold = small_options();
   cold.enable_prefix_caching = false;
-  Result ref = run_all(m, cold, {request("b", b, 16)})["b"];
+  Result ref = run_all(m, cold, {tie_aware(request("b", b, 16))})["b"];
 
   Engine engine(m.model, small_options());
   engine.start();
   auto a = request("a", shared, 20);
   ASSERT_TRUE(engine.submit(a).ok);
   drain(*a.output);
-  auto hit = request("b", b, 16);
+  auto hit = tie_aware(request("b", b, 16));
   ASSERT_TRUE(engine.submit(hit).ok);
   Result got = drain(*hit.output);
   EXPECT_GT(got.cached, 0);
-  EXPECT_EQ(got.tokens, ref.tokens);
+  expect_same_greedy(got, ref, "b");
   EngineStats s = engine.stats();
   EXPECT_GT(s.prefix_hits, 0u);
   EXPECT_GE(s.prefix_queries, s.prefix_hits);
@@ -170,7 +217,8 @@ TEST(Engine, TinyKvPoolPreemptsAndEveryRequestStillMatches) {
   TinyModel m = make_tiny_model(14);
   std::mt19937 rng(std::random_device{}());
   std::vector<GenerationRequest> reqs;
-  for (int i = 0; i < 6; ++i) reqs.push_back(request("r" + std::to_string(i), random_prompt(rng, 30 + int(rng() % 30)), 40));
+  for (int i = 0; i < 6; ++i)
+    reqs.push_back(tie_aware(request("r" + std::to_string(i), random_prompt(rng, 30 + int(rng() % 30)), 40)));
   EngineOptions plenty = small_options();
   plenty.enable_prefix_caching = false;
   std::vector<GenerationRequest> copies;
@@ -187,7 +235,7 @@ TEST(Engine, TinyKvPoolPreemptsAndEveryRequestStillMatches) {
   EngineStats stats;
   auto got = run_all(m, tiny, reqs, &stats);
   EXPECT_GT(stats.preemptions, 0u);
-  for (const auto& r : reqs) EXPECT_EQ(got[r.id].tokens, ref[r.id].tokens) << r.id;
+  for (const auto& r : reqs) expect_same_greedy(got[r.id], ref[r.id], r.id);
 }
 
 TEST(Engine, AbortFreesPagesAndEndsTheStream) {
@@ -330,17 +378,16 @@ TEST(Engine, SlidingPagesStayBoundedWhileARequestRuns) {
   engine.start();
   auto r = request("long", random_prompt(rng, 30), 150);
   ASSERT_TRUE(engine.submit(r).ok);
-  int max_sliding = 0, max_full = 0;
-  while (true) {
-    auto out = r.output->pop(std::chrono::seconds(60));
-    ASSERT_TRUE(out.has_value());
-    EngineStats s = engine.stats();
-    max_sliding = std::max(max_sliding, s.pages_used[0]);
-    max_full = std::max(max_full, s.pages_used[1]);
-    if (out->finish != FinishReason::None) break;
-  }
-  EXPECT_LE(max_sliding, 16 / 4 + 2);
-  EXPECT_GE(max_full, 150 / 4);
+  Result res = drain(*r.output);
+  EXPECT_EQ(res.tokens.size(), 150u);
+  // The engine's high-water marks, not samples taken as outputs arrive: the engine does not wait
+  // for its client, so a client thread that is not scheduled for a while would see the request
+  // already finished (this test once failed that way on a loaded 2-core machine).
+  EngineStats s = engine.stats();
+  EXPECT_LE(s.pages_peak[0], 16 / 4 + 2);
+  EXPECT_GE(s.pages_peak[1], (30 + 130) / 4);  // grew with the sequence (180 tokens in the end)
+  EXPECT_EQ(s.pages_used[0], 0);
+  EXPECT_EQ(s.pages_used[1], 0);
 }
 
 }  // namespace
@@ -353,15 +400,8 @@ namespace {
 // input ids fed from step N's samples on the device) changes nothing a client sees: the same
 // tokens, finish reasons and log-probabilities as scheduling one step at a time, for requests that
 // stop on a token mid-flight, run with penalties (which wait for their counts), sample with seeds,
-// ask for logprobs and prompt logprobs, and get preempted.
-//
-// One thing may legitimately differ: overlapping changes which rows share a step, the CPU forward
-// is batch-invariant only to f32 rounding (batch_invariance_test.cpp), and the tiny random model's
-// distributions are nearly flat, so two greedy candidates a few 1e-6 apart in logprob do occur
-// (about one run in 150 before this allowance). A greedy request may therefore part ways at a
-// token where both runs saw an exact tie (the other run's token within kTie of its own in the
-// same run's top list); after that point the two continuations are unrelated and not compared.
-// A wrong fed-back id or page moves logprobs by whole units, far outside both tolerances.
+// ask for logprobs and prompt logprobs, and get preempted. Overlapping changes which rows share a
+// step, so greedy requests get the tie allowance of expect_same_greedy().
 TEST(Engine, OverlappedSchedulingChangesNoOutput) {
   TinyModel m = make_tiny_model(20);
   const char* seed_env = std::getenv("GS_TEST_SEED");  // to replay a failure's seed
@@ -371,11 +411,12 @@ TEST(Engine, OverlappedSchedulingChangesNoOutput) {
   std::vector<GenerationRequest> reqs;
   for (int i = 0; i < 10; ++i) {
     GenerationRequest r = request("r" + std::to_string(i), random_prompt(rng, 3 + int(rng() % 50)), 1 + int(rng() % 30));
-    r.sampling.logprobs = 2;  // every request: a tie is recognised by the runner-up's logprob
+    r = tie_aware(r);
     switch (i % 5) {
       case 1:
         r.sampling.temperature = 0.8f;
         r.sampling.seed = 100 + i;
+        r.sampling.logprobs = 1;  // sampled: no tie allowance needed, another top-n width
         break;
       case 2:
         r.sampling.presence_penalty = 0.5f;
@@ -383,7 +424,6 @@ TEST(Engine, OverlappedSchedulingChangesNoOutput) {
         break;
       case 3:
         r.sampling.prompt_logprobs = true;
-        r.sampling.logprobs = 1;
         break;
       default:
         break;
@@ -400,7 +440,7 @@ TEST(Engine, OverlappedSchedulingChangesNoOutput) {
     GenerationRequest r = fresh(probe);
     r.id = "stop" + std::to_string(i);
     r.sampling.stop_token_ids = {free_run.tokens[4 + i]};
-    r.sampling.logprobs = 2;
+    r = tie_aware(r);
     reqs.push_back(r);
   }
 
@@ -408,21 +448,6 @@ TEST(Engine, OverlappedSchedulingChangesNoOutput) {
   // preempted and when differs (a recomputed prefix has its K/V from a prefill instead of decode
   // steps). Seen: up to 2e-4 on logprobs near -5.
   constexpr double kLogprobTol = 2e-3;
-  constexpr double kTie = 1e-4;
-  // The index of the first token where a greedy request parted ways at a tie, or -1.
-  auto tie_divergence = [&](const GenerationRequest& r, const Result& x, const Result& y) {
-    if (r.sampling.temperature != 0.f || r.sampling.logprobs < 2) return -1;
-    for (size_t i = 0; i < std::min(x.tokens.size(), y.tokens.size()); ++i) {
-      if (x.tokens[i] == y.tokens[i]) continue;
-      auto alt = [&](const Result& in, int token) {
-        for (const auto& [t, l] : in.logprobs.at(i).top)
-          if (t == token) return std::fabs(l - in.logprobs[i].logprob) <= kTie;
-        return false;
-      };
-      return alt(x, y.tokens[i]) && alt(y, x.tokens[i]) ? int(i) : -1;
-    }
-    return -1;
-  };
 
   for (bool tiny_pool : {false, true}) {
     SCOPED_TRACE(tiny_pool ? "tiny pool" : "plenty of pages");
@@ -449,7 +474,7 @@ TEST(Engine, OverlappedSchedulingChangesNoOutput) {
     int ties = 0;
     for (const auto& r : reqs) {
       const Result &x = ref[r.id], &y = got[r.id];
-      const int tie = tie_divergence(r, x, y);
+      const int tie = r.sampling.temperature == 0.f && r.sampling.logprobs >= 2 ? tie_divergence(x, y) : -1;
       if (tie >= 0) {
         ++ties;
         std::printf("%s: both runs chose between tied tokens at %d (%d vs %d); compared up to there\n",
