@@ -3,13 +3,16 @@
 #   1. the cuda kernel tests (tests/kernels_cuda: every op vs the cpu backend, attention),
 #   2. compute-sanitizer memcheck and racecheck over those tests,
 #   3. golden parity of `gemmaserve logits --backend cuda` (tools/gpu/parity.py),
-#   4. `gemmaserve bench-kernels`.
+#   4. `gemmaserve bench-kernels`,
+#   5. `gemmaserve bench-decode` of every variant shape with dummy weights (docs/perf/decode.md).
 # Full logs go to RESULTS_DIR; a short table is printed last. Each step has its own time limit
 # (seconds, overridable through the environment) so one slow step cannot eat the whole call.
 #
 # usage: tools/gpu/run-all.sh BUILD_DIR RESULTS_DIR
 #   BUILD_DIR: a CUDA build (or the lean folder of collect-libs.sh) with gpu-libs/ in it.
-#   GS_STEPS: which steps to run (default "tests memcheck racecheck parity bench").
+#   GS_STEPS: which steps to run (default "tests memcheck racecheck parity bench decode").
+#   GS_DECODE_MODELS / GS_DECODE_BATCH: the decode step's variants (default "e2b e4b 26b-a4b 31b")
+#     and batch sizes (default "1,8,64"; 31B at 64 needs an H200's memory).
 #   GS_TEST_FILTER: gtest filter for the sanitizer runs (default: everything but benchmarks).
 set -uo pipefail
 
@@ -19,7 +22,7 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 build=$(cd "$build" && pwd)
 mkdir -p "$results"
 results=$(cd "$results" && pwd)
-steps=${GS_STEPS:-"tests memcheck racecheck parity bench"}
+steps=${GS_STEPS:-"tests memcheck racecheck parity bench decode"}
 filter=${GS_TEST_FILTER:-"-*Bench*"}
 
 # Shared libraries our Debian build needs and Ubuntu lacks (see collect-libs.sh).
@@ -79,6 +82,15 @@ for step in $steps; do
       rc=$?
       note bench "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "rc=$rc (bench-kernels.txt, bench-kernels.json)"
       ;;
+    decode)
+      for m in ${GS_DECODE_MODELS:-e2b e4b 26b-a4b 31b}; do
+        timeout "${GS_T_DECODE:-120}" "$gs_bin" bench-decode --model "$m" --load-format dummy --backend cuda \
+          --batch "${GS_DECODE_BATCH:-1,8,64}" --context 1024 --steps 48 --json "$results/decode-$m.json" \
+          > "$results/decode-$m.txt" 2>&1
+        rc=$?
+        note "decode $m" "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "rc=$rc (decode-$m.txt, decode-$m.json)"
+      done
+      ;;
     *) note "$step" "?" "unknown step" ;;
   esac
 done
@@ -86,6 +98,7 @@ done
 echo
 [[ -s $results/bench-kernels.txt ]] && cat "$results/bench-kernels.txt"
 [[ -s $results/parity.txt ]] && cat "$results/parity.txt"
+for f in "$results"/decode-*.txt; do [[ -s $f ]] && tail -n 8 "$f"; done
 grep -E '^\[  FAILED  \]|Failure|error:' "$results/kernel-tests.log" 2>/dev/null | head -20
 echo
 echo "== gemmaserve GPU run on ${device:-unknown device}: $(date -u +%Y-%m-%dT%H:%MZ)"
