@@ -138,8 +138,9 @@ void bench_moe(Bench& B, Backend& b) {
   const int k = 8;
   Tensor gate_up = B.random(DType::BF16, {E, 2 * I, H}, 0.05f), down = B.random(DType::BF16, {E, H, I}, 0.05f);
   Tensor proj = B.random(DType::BF16, {E, H}), scale = B.random(DType::BF16, {H}), pes = B.random(DType::BF16, {E});
-  // 1, 8, 64: decode (the GEMV path, T·8 <= 512 routed rows); 4096: prefill (grouped GEMMs).
-  for (int64_t T : {1, 8, 64, 4096}) {
+  // 1, 8, 64, 128: decode (the GEMV path, T·8 <= kMoeGemvMaxRows routed rows); 4096: prefill
+  // (grouped GEMMs).
+  for (int64_t T : {1, 8, 64, 128, 4096}) {
     Tensor x = B.random(DType::BF16, {T, H}), out = b.empty(DType::BF16, {T, H});
     Tensor ids = b.empty(DType::I32, {T, k}), w = b.empty(DType::F32, {T, k});
     B.time(fmt::format("moe_route 26B [{} tok]", T), 2.0 * T * E * H, double(T * H * 2 + E * H * 2),
