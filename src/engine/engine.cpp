@@ -1,6 +1,7 @@
 #include "engine/engine.h"
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -45,7 +46,9 @@ struct Engine::Impl {
   struct Launched {
     StepPlan plan;
     uint64_t index = 0;
+    std::chrono::steady_clock::time_point launched_at;
   };
+  std::chrono::steady_clock::time_point last_collected;  // when the previous step's results came back
   std::optional<Launched> in_flight;
   uint64_t launches = 0;
   std::vector<std::pair<uint64_t, std::unique_ptr<Sequence>>> retired;  // (newest launch naming it, seq)
@@ -273,9 +276,10 @@ void Engine::Impl::fail_all(const std::string& error) {
 }
 
 void Engine::Impl::launch(StepPlan plan) {
+  const auto t0 = std::chrono::steady_clock::now();
   std::vector<RunnerSeq> rs = outputs.runner_inputs(plan);
   runner->launch(rs);
-  in_flight = Launched{std::move(plan), ++launches};
+  in_flight = Launched{std::move(plan), ++launches, t0};
 }
 
 bool Engine::Impl::launch_ahead(const StepPlan& running) {
@@ -321,6 +325,16 @@ bool Engine::Impl::run_one_step() {
   sched->commit(cur.plan);
   const bool overlapped = !opts.disable_overlap_schedule && runner->can_launch_ahead() && launch_ahead(cur.plan);
   std::vector<RunnerOutput> outs = runner->collect();
+  // A step's time: from its launch, or from the previous step's results when it was launched
+  // behind that one (the device ran them back to back), to its own results.
+  const auto collected = std::chrono::steady_clock::now();
+  const double step_s =
+      std::chrono::duration<double>(collected - std::max(cur.launched_at, last_collected)).count();
+  last_collected = collected;
+  const int kind = std::any_of(cur.plan.chunks.begin(), cur.plan.chunks.end(),
+                               [](const ScheduledChunk& c) { return c.q_len > 1; })
+                       ? EngineStats::kPrefillStep
+                       : EngineStats::kDecodeStep;
   std::vector<StepOutputs::Finished> done = outputs.apply(cur.plan, outs);
   uint64_t discarded = 0;
   if (in_flight)
@@ -329,6 +343,8 @@ bool Engine::Impl::run_one_step() {
   {
     std::lock_guard<std::mutex> lock(mu);
     stats.steps++;
+    stats.steps_of_kind[kind]++;
+    stats.step_seconds[kind] += step_s;
     stats.overlapped_steps += overlapped ? 1 : 0;
     stats.discarded_tokens += discarded;
     stats.generation_tokens += outputs.last_generated;

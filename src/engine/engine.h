@@ -50,6 +50,11 @@ struct EngineStats {
   uint64_t generation_tokens = 0;
   uint64_t preemptions = 0;
   uint64_t steps = 0;
+  // Steps by kind and their time (launch or the previous step's results, whichever is later, to
+  // the step's results): the served decode step against bench-decode's, what prefill costs.
+  static constexpr int kDecodeStep = 0, kPrefillStep = 1;  // prefill: a chunk of more than one token
+  uint64_t steps_of_kind[2] = {0, 0};
+  double step_seconds[2] = {0, 0};
   uint64_t overlapped_steps = 0;  // steps launched while the step before them still ran
   uint64_t discarded_tokens = 0;  // tokens computed ahead for requests that had just finished
 };

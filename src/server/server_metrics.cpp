@@ -77,6 +77,15 @@ std::string ServerMetrics::render(const EngineStats& s) const {
   out += fmt::format("gemmaserve_preemptions_total {}\n", s.preemptions);
   metric(out, "gemmaserve_engine_steps_total", "counter", "Engine steps run.");
   out += fmt::format("gemmaserve_engine_steps_total {}\n", s.steps);
+  const char* kinds[2] = {"decode", "prefill"};
+  metric(out, "gemmaserve_engine_steps_by_kind_total", "counter",
+         "Engine steps by kind (prefill: a step with a prompt chunk of more than one token).");
+  for (int k = 0; k < 2; ++k)
+    out += fmt::format("gemmaserve_engine_steps_by_kind_total{{kind=\"{}\"}} {}\n", kinds[k], s.steps_of_kind[k]);
+  metric(out, "gemmaserve_engine_step_seconds_total", "counter",
+         "Time of engine steps by kind, from launch (or the previous step's results) to results.");
+  for (int k = 0; k < 2; ++k)
+    out += fmt::format("gemmaserve_engine_step_seconds_total{{kind=\"{}\"}} {:.6f}\n", kinds[k], s.step_seconds[k]);
   metric(out, "gemmaserve_engine_overlapped_steps_total", "counter",
          "Engine steps launched while the step before them still ran on the device.");
   out += fmt::format("gemmaserve_engine_overlapped_steps_total {}\n", s.overlapped_steps);

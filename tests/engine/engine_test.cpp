@@ -235,6 +235,11 @@ TEST(Engine, TinyKvPoolPreemptsAndEveryRequestStillMatches) {
   EngineStats stats;
   auto got = run_all(m, tiny, reqs, &stats);
   EXPECT_GT(stats.preemptions, 0u);
+  EXPECT_EQ(stats.steps_of_kind[EngineStats::kDecodeStep] + stats.steps_of_kind[EngineStats::kPrefillStep], stats.steps);
+  for (int k : {EngineStats::kDecodeStep, EngineStats::kPrefillStep}) {
+    EXPECT_GT(stats.steps_of_kind[k], 0u) << k;
+    EXPECT_GT(stats.step_seconds[k], 0.0) << k;
+  }
   for (const auto& r : reqs) expect_same_greedy(got[r.id], ref[r.id], r.id);
 }
 

@@ -42,7 +42,7 @@ for mode in on off; do
       -d "{\"model\":\"$variant\",\"prompt\":\"request $i: the quick brown fox\",\"max_tokens\":64,\"temperature\":0}" \
       | python3 -c 'import json,sys; print(json.dumps(json.load(sys.stdin)["choices"][0]["text"]))'
   done > "$results/${mode}_greedy.jsonl"
-  curl -sf "$GS_BASE_URL/metrics" | grep -E '^gemmaserve_(engine_overlapped_steps|discarded_tokens|engine_steps)_total' \
+  curl -sf "$GS_BASE_URL/metrics" | grep -E '^gemmaserve_(engine_overlapped_steps|discarded_tokens|engine_steps|engine_steps_by_kind|engine_step_seconds)_total' \
     > "$results/${mode}_metrics.txt" || true
   gs_stop_server || echo "warning: the $mode server did not stop cleanly" >&2
 done
