@@ -13,6 +13,7 @@
 #include "core/log.h"
 #include "server/http_server.h"
 #include "server/serving_stack.h"
+#include "server/stats_logger.h"
 
 namespace gs::cli {
 namespace {
@@ -22,6 +23,8 @@ struct ServeOptions {
   server::ServerOptions http;
   bool no_prefix_caching = false;
   double kv_cache_gib = 0;
+  bool disable_log_stats = false;
+  double log_stats_interval = 10;
 };
 
 int g_stop_pipe[2] = {-1, -1};
@@ -49,6 +52,9 @@ int serve(ServeOptions o) {
   sigaction(SIGTERM, &sa, nullptr);
 
   auto stack = server::ServingStack::load(o.stack);
+  // Declared after the stack: stops reading the engine's stats before the engine goes away.
+  server::StatsLogger stats_log([&stack] { return stack->engine().stats(); },
+                                std::chrono::duration<double>(o.disable_log_stats ? 0 : o.log_stats_interval));
   server::ServerMetrics metrics;
   api::OpenAIService service(stack->client(), stack->serving_model(), &metrics);
   server::HttpServer http(service, metrics, o.http);
@@ -146,6 +152,13 @@ GS_REGISTER_COMMAND(serve, "serve", "Serve a model over an OpenAI-compatible HTT
                       app.add_option("--cuda-graph-max-bs", e.cuda_graph_max_bs,
                                      "Largest decode batch replayed from a CUDA graph (0: --max-num-seqs)")
                           ->capture_default_str();
+                      app.add_flag("--disable-log-stats", o->disable_log_stats,
+                                   "No periodic engine stats line (throughputs, running/waiting requests, KV use, "
+                                   "prefix hits, step times)");
+                      app.add_option("--log-stats-interval", o->log_stats_interval,
+                                     "Seconds between engine stats lines (logged only when something ran)")
+                          ->capture_default_str()
+                          ->check(CLI::PositiveNumber);
                       app.add_option("--seed", e.seed, "Base seed for requests without one (0: random)")
                           ->capture_default_str();
                       app.add_option("--max-body-bytes", o->http.max_body_bytes, "Largest request body; larger get 413")
