@@ -123,6 +123,11 @@ EngineOptions small_options() {
   return o;
 }
 
+// Once every request has ended, no page may be held by one.
+void expect_no_pages_held(const EngineStats& s) {
+  for (int g = 0; g < kNumKvGroups; ++g) EXPECT_EQ(s.pages_used[g], 0) << "pages still held in group " << g;
+}
+
 // Runs every request at once through one engine; results by id.
 std::map<std::string, Result> run_all(const TinyModel& m, EngineOptions o, const std::vector<GenerationRequest>& reqs,
                                       EngineStats* stats = nullptr) {
@@ -137,8 +142,7 @@ std::map<std::string, Result> run_all(const TinyModel& m, EngineOptions o, const
   std::map<std::string, Result> out;
   for (size_t i = 0; i < reqs.size(); ++i) out[reqs[i].id] = drain(*chans[i]);
   if (stats) *stats = engine.stats();
-  EngineStats s = engine.stats();
-  for (int g = 0; g < kNumKvGroups; ++g) EXPECT_EQ(s.pages_used[g], 0) << "pages still held in group " << g;
+  expect_no_pages_held(engine.stats());
   return out;
 }
 
@@ -257,8 +261,7 @@ TEST(Engine, AbortFreesPagesAndEndsTheStream) {
   for (int i = 0; i < 100 && engine.stats().running > 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   EngineStats s = engine.stats();
   EXPECT_EQ(s.running, 0);
-  EXPECT_EQ(s.pages_used[0], 0);
-  EXPECT_EQ(s.pages_used[1], 0);
+  expect_no_pages_held(s);
 }
 
 TEST(Engine, RejectsBadRequestsAndAFullQueue) {
@@ -362,8 +365,7 @@ TEST(Engine, ConcurrentClientsWithRandomAbortsLeakNoPages) {
   EngineStats s = engine.stats();
   EXPECT_EQ(ended.load(), 100);
   EXPECT_EQ(s.running + s.waiting, 0);
-  EXPECT_EQ(s.pages_used[0], 0);
-  EXPECT_EQ(s.pages_used[1], 0);
+  expect_no_pages_held(s);
 }
 
 }  // namespace
@@ -391,8 +393,7 @@ TEST(Engine, SlidingPagesStayBoundedWhileARequestRuns) {
   EngineStats s = engine.stats();
   EXPECT_LE(s.pages_peak[0], 16 / 4 + 2);
   EXPECT_GE(s.pages_peak[1], (30 + 130) / 4);  // grew with the sequence (180 tokens in the end)
-  EXPECT_EQ(s.pages_used[0], 0);
-  EXPECT_EQ(s.pages_used[1], 0);
+  expect_no_pages_held(s);
 }
 
 }  // namespace

@@ -48,6 +48,13 @@ inline void check_dtype(const Tensor& t, DType dt, const char* op, const char* w
   require(t.dtype == dt, op, ": ", what, " is ", t.str(), "; expected ", dtype_name(dt));
 }
 
+// Opts a kernel into more than the default 48 KB of dynamic shared memory when it needs it.
+template <typename K>
+void allow_smem(K kernel, size_t bytes) {
+  if (bytes > 48 * 1024)
+    GS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+}
+
 // Blocks for a grid-stride loop over n work items with `threads` per block: enough to fill the
 // GPU several times over, never more than the work needs.
 inline int grid_for(int64_t n, int threads) {

@@ -16,6 +16,7 @@
 #include <algorithm>
 
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch_util.h"
 #include "kernels/cuda/moe_combine.cuh"
 #include "kernels/cuda/moe_gemv.cuh"
 #include "kernels/cuda/scratch_arena.h"
@@ -244,12 +245,6 @@ __global__ void __launch_bounds__(kWarps * 32) down_kernel(MoeGemvArgs a, Scratc
       }
     }
   }
-}
-
-// Opts a kernel into more than the default 48 KB of dynamic shared memory when it needs it.
-template <typename K>
-void allow_smem(K kernel, size_t bytes) {
-  if (bytes > 48 * 1024) GS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 }
 
 }  // namespace

@@ -279,8 +279,7 @@ void launch_moe_route(const Tensor& r, const Tensor& router_scale, const Tensor&
     dispatch_float(r.dtype, op, "r", [&](auto tag) {
       using T_ = typename decltype(tag)::type;
       auto kernel = route_fused_kernel<T_>;
-      if (smem > 48 * 1024)
-        GS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
+      allow_smem(kernel, smem);
       kernel<<<unsigned((T + kFusedTokens - 1) / kFusedTokens), kWarps * 32, smem, stream>>>(
           r.ptr<T_>(), int(T), int(H), router_scale.data, router_scale.dtype == DType::F32, router_proj.ptr<bf16>(),
           int(E), per_expert_scale.data, per_expert_scale.dtype == DType::F32, in_scale, eps, top_k, ids.ptr<int>(),
@@ -297,8 +296,7 @@ void launch_moe_route(const Tensor& r, const Tensor& router_scale, const Tensor&
   dispatch_float(r.dtype, op, "r", [&](auto tag) {
     using T_ = typename decltype(tag)::type;
     auto kernel = route_logits_kernel<T_>;
-    if (z_smem > 48 * 1024)
-      GS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(z_smem)));
+    allow_smem(kernel, z_smem);
     const dim3 grid(unsigned((E + kWarps - 1) / kWarps), unsigned((T + kTokens - 1) / kTokens));
     kernel<<<grid, kWarps * 32, z_smem, stream>>>(r.ptr<T_>(), int(T), int(H), router_scale.data,
                                                   router_scale.dtype == DType::F32, router_proj.ptr<bf16>(), int(E),

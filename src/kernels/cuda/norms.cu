@@ -30,6 +30,18 @@ __device__ __forceinline__ void store_n(T* p, const float (&v)[V]) {
   }
 }
 
+// y = rnd(v · inv · w[j·V + e]) for one vector unit j of a row (w null: no weight).
+template <typename T, int V>
+__device__ __forceinline__ void normed_unit(const float (&v)[V], float inv, const void* w, bool w_f32, int64_t j,
+                                            float (&y)[V]) {
+#pragma unroll
+  for (int e = 0; e < V; ++e) {
+    float n = v[e] * inv;
+    if (w) n *= load_weight(w, w_f32, j * V + e);
+    y[e] = rnd<T>(n);
+  }
+}
+
 // What a row kernel writes.
 enum class RowOp {
   Norm,       // out = norm(x)·w
@@ -64,12 +76,7 @@ __global__ void rms_row_kernel(const T* x, const void* w, bool w_f32, T* out, in
     int64_t j = threadIdx.x + int64_t(k) * blockDim.x;
     if (j >= units) continue;
     float y[V];
-#pragma unroll
-    for (int e = 0; e < V; ++e) {
-      float n = v[k][e] * inv;
-      if (w) n *= load_weight(w, w_f32, j * V + e);
-      y[e] = rnd<T>(n);
-    }
+    normed_unit<T, V>(v[k], inv, w, w_f32, j, y);
     if constexpr (OP != RowOp::Norm) {
       float r[V];
       load_n<T, V>(outr + j * V, r);
@@ -97,8 +104,7 @@ __global__ void rms_row_kernel(const T* x, const void* w, bool w_f32, T* out, in
       int64_t j = threadIdx.x + int64_t(k) * blockDim.x;
       if (j >= units) continue;
       float y[V];
-#pragma unroll
-      for (int e = 0; e < V; ++e) y[e] = v[k][e] * next_inv * load_weight(next_w, next_w_f32, j * V + e);
+      normed_unit<T, V>(v[k], next_inv, next_w, next_w_f32, j, y);
       store_n<T, V>(nr + j * V, y);
     }
   }
