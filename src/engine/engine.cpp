@@ -61,6 +61,9 @@ struct Engine::Impl {
   bool launch_ahead(const StepPlan& running);
   // After a failed step: forgets launched steps and fails every request they may have touched.
   void fail_all(const std::string& error);
+  // The counters of a collected step (and of the tokens the step behind it will discard).
+  void count_step(const Launched& cur, std::chrono::steady_clock::time_point collected, bool overlapped,
+                  const std::vector<StepOutputs::Finished>& done);
   // Moves submitted requests into the scheduler's queue and ends aborted ones.
   void take_inbox();
   // Frees the sequence, then pushes its last output (an abort/error one unless `last` is given),
@@ -325,35 +328,38 @@ bool Engine::Impl::run_one_step() {
   sched->commit(cur.plan);
   const bool overlapped = !opts.disable_overlap_schedule && runner->can_launch_ahead() && launch_ahead(cur.plan);
   std::vector<RunnerOutput> outs = runner->collect();
+  const auto collected = std::chrono::steady_clock::now();
+  std::vector<StepOutputs::Finished> done = outputs.apply(cur.plan, outs);
+  count_step(cur, collected, overlapped, done);
+  for (auto& f : done) finish(f.seq, f.last.finish, "", &f.last);
+  // Sequences no launched step names any more.
+  std::erase_if(retired, [&](const auto& r) { return r.first <= cur.index; });
+  return true;
+}
+
+void Engine::Impl::count_step(const Launched& cur, std::chrono::steady_clock::time_point collected, bool overlapped,
+                              const std::vector<StepOutputs::Finished>& done) {
   // A step's time: from its launch, or from the previous step's results when it was launched
   // behind that one (the device ran them back to back), to its own results.
-  const auto collected = std::chrono::steady_clock::now();
-  const double step_s =
-      std::chrono::duration<double>(collected - std::max(cur.launched_at, last_collected)).count();
+  const double step_s = std::chrono::duration<double>(collected - std::max(cur.launched_at, last_collected)).count();
   last_collected = collected;
   const int kind = std::any_of(cur.plan.chunks.begin(), cur.plan.chunks.end(),
                                [](const ScheduledChunk& c) { return c.q_len > 1; })
                        ? EngineStats::kPrefillStep
                        : EngineStats::kDecodeStep;
-  std::vector<StepOutputs::Finished> done = outputs.apply(cur.plan, outs);
+  // Tokens the step launched behind `cur` computes for requests `cur` finished.
   uint64_t discarded = 0;
   if (in_flight)
-    for (auto& f : done)
+    for (const auto& f : done)
       for (const ScheduledChunk& c : in_flight->plan.chunks) discarded += c.seq == f.seq ? 1 : 0;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    stats.steps++;
-    stats.steps_of_kind[kind]++;
-    stats.step_seconds[kind] += step_s;
-    stats.overlapped_steps += overlapped ? 1 : 0;
-    stats.discarded_tokens += discarded;
-    stats.generation_tokens += outputs.last_generated;
-    stats.prompt_tokens += outputs.last_prompt_tokens;
-  }
-  for (auto& f : done) finish(f.seq, f.last.finish, "", &f.last);
-  // Sequences no launched step names any more.
-  std::erase_if(retired, [&](const auto& r) { return r.first <= cur.index; });
-  return true;
+  std::lock_guard<std::mutex> lock(mu);
+  stats.steps++;
+  stats.steps_of_kind[kind]++;
+  stats.step_seconds[kind] += step_s;
+  stats.overlapped_steps += overlapped ? 1 : 0;
+  stats.discarded_tokens += discarded;
+  stats.generation_tokens += outputs.last_generated;
+  stats.prompt_tokens += outputs.last_prompt_tokens;
 }
 
 void Engine::Impl::publish_stats() {
