@@ -110,42 +110,44 @@ void ModelRunner::launch(const std::vector<RunnerSeq>& seqs) {
     counters_.eager_steps++;
   }
 
-  const int n = st.num_sampled;
-  if (n > 0) {
-    Tensor logits = st.fwd.logits.slice(0, n);
-    std::vector<SamplingRow> sampling;
-    std::vector<std::vector<std::pair<int, int>>> counts;
-    std::vector<float> presence, frequency;
-    bool penalties = false;
-    for (const RunnerSeq& s : seqs) {
-      if (!s.sample) continue;
-      sampling.push_back(s.sampling);
-      counts.push_back(s.token_counts ? *s.token_counts : std::vector<std::pair<int, int>>{});
-      presence.push_back(s.presence_penalty);
-      frequency.push_back(s.frequency_penalty);
-      penalties |= (s.presence_penalty != 0.f || s.frequency_penalty != 0.f) && s.token_counts &&
-                   !s.token_counts->empty();
-    }
-    // Penalties shape the distribution that is sampled and reported, as in vLLM.
-    if (penalties) be_.apply_penalties(logits, counts, presence, frequency);
-    be_.sample(logits, sampling, out_ids_.slice(0, n), out_logprobs_.slice(0, n));
-    st.host = next_host_;
-    next_host_ ^= 1;
-    const HostResults& h = host_[st.host];
-    be_.copy_to_host_async(out_ids_.slice(0, n), h.ids.get());
-    be_.copy_to_host_async(out_logprobs_.slice(0, n), h.logprobs.get());
-    if (st.top_n > 0) {
-      Tensor ti = top_ids_.slice(0, int64_t(n) * st.top_n).view(Shape{n, st.top_n});
-      Tensor tl = top_logprobs_.slice(0, int64_t(n) * st.top_n).view(Shape{n, st.top_n});
-      be_.top_logprobs(logits, st.top_n, ti, tl);
-      be_.copy_to_host_async(ti, h.top_ids.get());
-      be_.copy_to_host_async(tl, h.top_logprobs.get());
-    }
-  }
+  if (st.num_sampled > 0) enqueue_sampling(st);
   // Every step gets a fence, so collect() always waits for its step: the host never runs more
   // than one step ahead of the device.
   st.fence = be_.record_fence();
   inflight_.push_back(std::move(st));
+}
+
+void ModelRunner::enqueue_sampling(Launched& st) {
+  const int n = st.num_sampled;
+  Tensor logits = st.fwd.logits.slice(0, n);
+  std::vector<SamplingRow> sampling;
+  std::vector<std::vector<std::pair<int, int>>> counts;
+  std::vector<float> presence, frequency;
+  bool penalties = false;
+  for (const RunnerSeq& s : st.seqs) {
+    if (!s.sample) continue;
+    sampling.push_back(s.sampling);
+    counts.push_back(s.token_counts ? *s.token_counts : std::vector<std::pair<int, int>>{});
+    presence.push_back(s.presence_penalty);
+    frequency.push_back(s.frequency_penalty);
+    penalties |= (s.presence_penalty != 0.f || s.frequency_penalty != 0.f) && s.token_counts &&
+                 !s.token_counts->empty();
+  }
+  // Penalties shape the distribution that is sampled and reported, as in vLLM.
+  if (penalties) be_.apply_penalties(logits, counts, presence, frequency);
+  be_.sample(logits, sampling, out_ids_.slice(0, n), out_logprobs_.slice(0, n));
+  st.host = next_host_;
+  next_host_ ^= 1;
+  const HostResults& h = host_[st.host];
+  be_.copy_to_host_async(out_ids_.slice(0, n), h.ids.get());
+  be_.copy_to_host_async(out_logprobs_.slice(0, n), h.logprobs.get());
+  if (st.top_n > 0) {
+    Tensor ti = top_ids_.slice(0, int64_t(n) * st.top_n).view(Shape{n, st.top_n});
+    Tensor tl = top_logprobs_.slice(0, int64_t(n) * st.top_n).view(Shape{n, st.top_n});
+    be_.top_logprobs(logits, st.top_n, ti, tl);
+    be_.copy_to_host_async(ti, h.top_ids.get());
+    be_.copy_to_host_async(tl, h.top_logprobs.get());
+  }
 }
 
 void ModelRunner::reset() {

@@ -109,6 +109,10 @@ class ModelRunner {
     uint64_t fence = 0;       // passed once the step and its copies ran
   };
   std::deque<Launched> inflight_;  // oldest first, at most two
+
+  // Penalties, sampling and top-logprobs of the step's sampled rows, and the async copies of
+  // their results into the next pinned host buffers.
+  void enqueue_sampling(Launched& st);
 };
 
 }  // namespace gs
