@@ -2,24 +2,17 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <fstream>
 #include <random>
 #include <sstream>
 
 #include "bench/dataset.h"
 #include "core/error.h"
+#include "core/read_file.h"
 #include "tokenizer/tokenizer.h"
 
 namespace gs::bench {
 namespace {
 
-std::string read_text(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  GS_CHECK(f.good(), "{}: cannot open the dataset file", path);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 int token_count(const Tokenizer& tok, const std::string& text) { return static_cast<int>(tok.encode(text).size()); }
 
@@ -30,7 +23,7 @@ std::vector<BenchRequest> sharegpt_dataset(const std::string& path, const Tokeni
   GS_CHECK(num_prompts >= 1, "sharegpt dataset: --num-prompts must be at least 1 (got {})", num_prompts);
   nlohmann::json data;
   try {
-    data = nlohmann::json::parse(read_text(path));
+    data = nlohmann::json::parse(read_file(path));
   } catch (const nlohmann::json::parse_error& e) {
     throw Error("{}: invalid JSON: {}", path, e.what());
   }
@@ -75,7 +68,7 @@ std::vector<BenchRequest> sharegpt_dataset(const std::string& path, const Tokeni
 
 std::vector<BenchRequest> jsonl_dataset(const std::string& path, const Tokenizer* tok, int num_prompts,
                                         int default_output_len) {
-  std::istringstream lines(read_text(path));
+  std::istringstream lines(read_file(path));
   std::vector<BenchRequest> out;
   std::string line;
   int line_no = 0;

@@ -1,13 +1,12 @@
 #include "chat/chat_template.h"
 
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 
 #include "chat/jinja/json_value.h"
 #include "chat/jinja/template.h"
 #include "core/error.h"
+#include "core/read_file.h"
 
 namespace gs {
 
@@ -22,17 +21,9 @@ struct ChatTemplate::Impl {
   Impl(std::string src) : source(std::move(src)), tmpl(source) {}
 };
 
-static std::string read_file(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  GS_CHECK(f, "cannot read {}", p.string());
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
 static nlohmann::ordered_json read_json(const fs::path& p) {
   try {
-    return nlohmann::ordered_json::parse(read_file(p));
+    return nlohmann::ordered_json::parse(read_file(p.string()));
   } catch (const nlohmann::json::exception& e) {
     throw Error("{}: invalid JSON: {}", p.string(), e.what());
   }
@@ -69,7 +60,7 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& dir) {
 
   std::string source;
   if (fs::exists(root / "chat_template.jinja")) {
-    source = read_file(root / "chat_template.jinja");
+    source = read_file((root / "chat_template.jinja").string());
   } else if (fs::exists(root / "chat_template.json")) {
     auto j = read_json(root / "chat_template.json");
     GS_CHECK(j.is_object() && j.contains("chat_template"), "{}: no \"chat_template\" field",

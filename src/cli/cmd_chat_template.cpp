@@ -1,12 +1,11 @@
 // `gemmaserve chat-template`: prints the prompt a chat template renders for a conversation,
 // byte for byte (no trailing newline added), so scripts and tests can compare it.
 #include <cstdio>
-#include <fstream>
-#include <sstream>
 
 #include "chat/chat_template.h"
 #include "cli/command.h"
 #include "core/error.h"
+#include "core/read_file.h"
 
 namespace gs::cli {
 
@@ -17,14 +16,6 @@ struct Options {
   std::string bos_token = "<bos>", eos_token = "<eos>";
   bool add_generation_prompt = false, enable_thinking = false;
 };
-
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  GS_CHECK(f, "cannot read {}", path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 nlohmann::ordered_json read_json(const std::string& path) {
   try {

@@ -2,11 +2,10 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "checkpoint/checkpoint.h"
 #include "core/error.h"
+#include "core/read_file.h"
 #include "core/log.h"
 #include "kernels/backends.h"
 #include "model/demo_model.h"
@@ -37,12 +36,9 @@ GenerationConfig dummy_generation_config(const std::string& model) {
 
 // --chat-template FILE: the template source; its special tokens are the tokenizer's.
 std::string read_template_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  GS_CHECK(in.good(), "--chat-template {}: cannot open the file", path);
-  std::ostringstream s;
-  s << in.rdbuf();
-  GS_CHECK(!s.str().empty(), "--chat-template {}: the file is empty", path);
-  return s.str();
+  std::string source = read_file(path);
+  GS_CHECK(!source.empty(), "--chat-template {}: the file is empty", path);
+  return source;
 }
 
 std::string token_or(const Tokenizer& tok, int id, const char* fallback) {

@@ -3,10 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
+#include "core/read_file.h"
 #include "tokenizer/json_fields.h"
 #include "tokenizer/tokenizer_json_reader.h"
 
@@ -121,14 +120,6 @@ std::optional<std::string> config_token(const nlohmann::json& cfg, const char* k
   return std::nullopt;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream f(path, std::ios::binary);
-  GS_CHECK(f.good(), "{}: cannot open file", path);
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  GS_CHECK(!f.bad(), "{}: read error", path);
-  return ss.str();
-}
 
 }  // namespace
 
