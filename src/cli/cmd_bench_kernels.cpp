@@ -83,6 +83,27 @@ void bench_gemms(Bench& B, Backend& b) {
       {"E2B qkv, decode", 1, 2560, 1536, DType::BF16},
       {"LM head 31B, decode (f32 out)", 1, 262144, 5376, DType::F32},
       {"square 8192", 8192, 8192, 8192, DType::BF16},
+      // Decode shapes at batch 1 and 8: M <= GS_GEMV_MAX_M goes to the GEMV (gemv.h), so running
+      // with GS_GEMV_MAX_M=0 gives cuBLASLt's figures for the same rows. One weight per row, so
+      // the E2B ones (< 50 MB) run from a warm L2 after the first call.
+      {"E2B qkv, decode", 8, 2560, 1536, DType::BF16},
+      {"E2B o_proj, decode", 1, 1536, 2048, DType::BF16},
+      {"E2B o_proj, decode", 8, 1536, 2048, DType::BF16},
+      {"E2B gate_up, decode", 1, 12288, 1536, DType::BF16},
+      {"E2B gate_up, decode", 8, 12288, 1536, DType::BF16},
+      {"E2B down, decode", 1, 1536, 6144, DType::BF16},
+      {"E2B down, decode", 8, 1536, 6144, DType::BF16},
+      {"E2B PLE gate, decode", 1, 256, 1536, DType::BF16},
+      {"E2B PLE proj, decode", 1, 1536, 256, DType::BF16},
+      {"LM head E2B, decode (f32 out)", 1, 262144, 1536, DType::F32},
+      {"LM head E2B, decode (f32 out)", 8, 262144, 1536, DType::F32},
+      {"31B qkv, decode", 1, 16384, 5376, DType::BF16},
+      {"31B qkv, decode", 8, 16384, 5376, DType::BF16},
+      {"31B o_proj, decode", 1, 5376, 8192, DType::BF16},
+      {"31B gate_up, decode", 8, 43008, 5376, DType::BF16},
+      {"31B down, decode", 1, 5376, 21504, DType::BF16},
+      {"31B down, decode", 8, 5376, 21504, DType::BF16},
+      {"LM head 31B, decode (f32 out)", 8, 262144, 5376, DType::F32},
   };
   for (const G& g : gemms) {
     Tensor x = B.random(DType::BF16, {g.m, g.k}), w = B.random(DType::BF16, {g.n, g.k}, 0.05f);

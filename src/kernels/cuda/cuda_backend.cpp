@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <cstdlib>
 #include <vector>
 
 #include "core/error.h"
@@ -16,6 +18,7 @@
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/embedding.h"
 #include "kernels/cuda/gemm.h"
+#include "kernels/cuda/gemv.h"
 #include "kernels/cuda/host_staging.h"
 #include "kernels/cuda/moe.h"
 #include "kernels/cuda/norms.h"
@@ -28,6 +31,20 @@ namespace gs {
 namespace {
 
 constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
+
+constexpr int kDefaultGemvMaxRows = 8;
+
+// matmul sends x with at most this many rows to the GEMV (gemv.h) instead of cuBLASLt; GS_GEMV_MAX_M
+// overrides it for A/B runs (0 = cuBLASLt always). The default is what docs/perf/kernels.md
+// measured: the GEMV wins where the step is one weight stream and its arithmetic stays hidden.
+int gemv_max_rows() {
+  static const int v = [] {
+    const char* e = std::getenv("GS_GEMV_MAX_M");
+    int m = e && *e ? std::atoi(e) : kDefaultGemvMaxRows;
+    return std::clamp(m, 0, cuda::kGemvMaxRows);
+  }();
+  return v;
+}
 
 class CudaBackend final : public Backend {
  public:
@@ -149,7 +166,17 @@ class CudaBackend final : public Backend {
   }
 
   // ---- dense math -------------------------------------------------------------------------------
-  void matmul(const Tensor& x, const Tensor& w, const Tensor& out) override { gemm_->matmul(x, w, out); }
+  void matmul(const Tensor& x, const Tensor& w, const Tensor& out) override {
+    // Decode-sized x: the GEMV when the operands are the plain case it takes; anything else
+    // (including every malformed call, which LtGemm reports) goes to cuBLASLt.
+    const bool gemv = x.defined() && w.defined() && out.defined() && x.rows() >= 1 &&
+                      x.rows() <= gemv_max_rows() && x.device == Device::CUDA && w.device == Device::CUDA &&
+                      out.device == Device::CUDA && x.dtype == DType::BF16 && w.dtype == DType::BF16 &&
+                      w.ndim() == 2 && x.cols() == w.dim(1) && out.rows() == x.rows() && out.cols() == w.dim(0) &&
+                      cuda::gemv_supported(x.rows(), w.dim(0), x.cols(), out.dtype, x.data, w.data);
+    if (gemv) cuda::launch_gemv(x.data, w.data, out.data, out.dtype, x.rows(), w.dim(0), x.cols(), stream_);
+    else gemm_->matmul(x, w, out);
+  }
   void embedding(const Tensor& table, const Tensor& ids, float scale, const Tensor& out) override {
     cuda::launch_embedding(table, ids, scale, out, stream_);
   }

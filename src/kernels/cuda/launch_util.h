@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "core/tensor.h"
 #include "kernels/cuda/cuda_check.h"
@@ -60,6 +62,70 @@ void allow_smem(K kernel, size_t bytes) {
 inline int grid_for(int64_t n, int threads) {
   int64_t blocks = (n + threads - 1) / threads;
   return int(std::clamp<int64_t>(blocks, 1, 132 * 16));
+}
+
+// ---- programmatic dependent launch (PDL) -----------------------------------------------------
+// A decode step is hundreds of small kernels; between two of them the GPU drains the first grid
+// before it starts the second. With PDL the next kernel is launched while the previous one still
+// runs: its blocks start, do what does not depend on the previous kernel (prefetch weights), and
+// block in pdl_wait() until the previous grid has completed and its writes are visible.
+//
+// The contract for every kernel launched through launch_pdl():
+//   - pdl_wait() before the first read of anything an earlier kernel wrote and before the first
+//     global write (only reads of immutable weights may come before it). Every such kernel must
+//     call it, even one that depends on nothing: the kernel after it only waits for *it*, so a
+//     kernel that skipped the wait would let its successor overtake the kernel before.
+//   - pdl_launch_dependents() once the kernel is past its wait: from then the next kernel may be
+//     scheduled into free SM slots. Calling it after the wait (not before) keeps at most two
+//     kernels of the stream resident and one waiting, never a chain of waiting grids.
+// The wait is for the previous grid's completion whatever that grid did, so a kernel following
+// a cuBLASLt GEMM (which does not take part) is still correct. Both are no-ops on sm_80 and when
+// the kernel was launched without the attribute.
+#ifdef __CUDACC__
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+#endif
+
+// Whether launch_pdl() sets the PDL attribute: GS_PDL=0 turns it off for A/B runs; read once per
+// process. Needs sm_90 (the attribute is meaningless before Hopper).
+inline bool pdl_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("GS_PDL");
+    if (e && e[0] == '0') return false;
+    int dev = 0, major = 0;
+    if (cudaGetDevice(&dev) != cudaSuccess) return false;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
+    return major >= 9;
+  }();
+  return on;
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...) with the programmatic-stream-serialization
+// attribute when pdl_enabled(). Stream capture records it as a programmatic graph edge, so the
+// decode graphs keep the overlap. Launch errors throw, naming the kernel.
+template <typename... KArgs, typename... Args>
+void launch_pdl(const char* name, void (*kernel)(KArgs...), dim3 grid, dim3 block, size_t smem,
+                cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = block;
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl_enabled() ? 1 : 0;
+  cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+  if (err != cudaSuccess) throw_cuda_error(err, name, __FILE__, __LINE__);
 }
 
 }  // namespace gs::cuda

@@ -1,0 +1,239 @@
+// Skinny GEMM for decode (gemv.h). Layout of the work:
+//   block   128 threads = 4 warps; the warps split into groups of `ks` warps, each group owns
+//           kRowsPerWarp consecutive weight rows (output columns n) and its ks warps split K
+//   lane    16-byte chunks c = kpart·32 + lane + i·32·ks of each of the group's rows, so a warp's
+//           32 loads of one row are 512 contiguous bytes
+//   rows    every x chunk a lane loads serves kRowsPerWarp weight rows (x is re-read from L1, so
+//           its traffic is M / kRowsPerWarp times the weight traffic, not M times)
+// ks > 1 only when N is too small to give every SM a few blocks; the ks partial sums meet in
+// shared memory inside the block, so there is never a second kernel.
+//
+// Before pdl_wait() a lane loads its first kStages chunks of each row into registers and lanes
+// 0-3 of a group ask L2 to prefetch more of their row (cp.async.bulk.prefetch, capped so the
+// resident blocks together stay within a budget well under the 50 MB L2). That is the point of
+// the kernel under PDL: the previous kernel's tail and this kernel's launch overlap its first
+// weight bytes. Then it waits, releases the next kernel and streams the rest.
+#include "kernels/cuda/gemv.h"
+
+#include <algorithm>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/launch_util.h"
+
+namespace gs::cuda {
+namespace {
+
+constexpr int kThreads = 128;
+constexpr int kWarps = kThreads / 32;
+constexpr int kRowsPerWarp = 4;  // weight rows per warp group
+
+// Chunks per row each lane has in flight (kRowsPerWarp·stages·16 B): deeper for small M, where
+// registers are free and a warp has little arithmetic to hide the load latency behind.
+template <int MT>
+constexpr int stages_for() { return MT <= 2 ? 4 : MT <= 4 ? 3 : 2; }
+
+int64_t g_l2_budget = int64_t(16) << 20;
+
+// Weights are read once: no L1 allocation, non-coherent path (they never change). volatile keeps
+// the loads issued before pdl_wait(), which is itself a volatile asm.
+__device__ __forceinline__ uint4 ld_weight(const bf16* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+
+__device__ __forceinline__ void prefetch_l2(const void* p, uint32_t bytes) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+#endif
+}
+
+__device__ __forceinline__ void unpack8(const uint4& raw, float (&f)[8]) {
+  const __nv_bfloat162* p = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float2 t = __bfloat1622float2(p[i]);
+    f[2 * i] = t.x;
+    f[2 * i + 1] = t.y;
+  }
+}
+
+// MT: compile-time bound on M (M <= MT; rows m >= M are skipped, never read).
+template <int MT, typename OutT>
+__global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
+                                                        OutT* __restrict__ out, int M, int N, int K, int ks,
+                                                        uint32_t pf_row_bytes) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int kpart = warp % ks, group = warp / ks, groups = kWarps / ks;
+  const int row0 = (blockIdx.x * groups + group) * kRowsPerWarp;
+  const int C = K >> 3;
+  const int stride = 32 * ks;
+  constexpr int kStages = stages_for<MT>();
+
+  // Rows past N read row N-1 (valid memory) and are never stored: no predication in the loop.
+  const bf16* rows[kRowsPerWarp];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) rows[r] = w + int64_t(min(row0 + r, N - 1)) * K;
+
+  // ---- before the wait: weights only ----
+  int c = kpart * 32 + lane;
+  uint4 wb[kStages][kRowsPerWarp];
+#pragma unroll
+  for (int s = 0; s < kStages; ++s)
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r)
+      wb[s][r] = c + s * stride < C ? ld_weight(rows[r] + int64_t(c + s * stride) * 8) : make_uint4(0, 0, 0, 0);
+  if (pf_row_bytes && kpart == 0 && lane < kRowsPerWarp && row0 + lane < N) {
+    // The register loads above cover the row's first kStages·stride chunks.
+    const uint32_t skip = uint32_t(kStages * stride * 16), row_bytes = uint32_t(K) * 2;
+    const uint32_t end = min(pf_row_bytes, row_bytes);
+    if (end > skip) prefetch_l2(reinterpret_cast<const char*>(w + int64_t(row0 + lane) * K) + skip, end - skip);
+  }
+
+  pdl_wait();
+  pdl_launch_dependents();
+
+  float acc[kRowsPerWarp][MT];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+    for (int m = 0; m < MT; ++m) acc[r][m] = 0.f;
+
+  for (; c < C; c += kStages * stride) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      const int cs = c + s * stride;
+      if (cs < C) {
+        float wf[kRowsPerWarp][8];
+#pragma unroll
+        for (int r = 0; r < kRowsPerWarp; ++r) unpack8(wb[s][r], wf[r]);
+        // Refill this stage with the chunk kStages·stride further on before the arithmetic, so
+        // the loads are in flight while it runs.
+        const int cn = cs + kStages * stride;
+        if (cn < C) {
+#pragma unroll
+          for (int r = 0; r < kRowsPerWarp; ++r) wb[s][r] = ld_weight(rows[r] + int64_t(cn) * 8);
+        }
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+          if (m < M) {
+            float xf[8];
+            unpack8(*reinterpret_cast<const uint4*>(x + int64_t(m) * K + int64_t(cs) * 8), xf);
+#pragma unroll
+            for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+              for (int j = 0; j < 8; ++j) acc[r][m] = fmaf(wf[r][j], xf[j], acc[r][m]);
+          }
+        }
+      }
+    }
+  }
+
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+      if (m < M) acc[r][m] = warp_sum(acc[r][m]);
+
+  if (ks > 1) {
+    // The group's ks warps each hold a partial sum over their share of K; the first adds the
+    // others' in a fixed order (deterministic for a given shape).
+    __shared__ float part[kWarps][kRowsPerWarp][MT];
+    if (lane == 0)
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+        for (int m = 0; m < MT; ++m) part[warp][r][m] = acc[r][m];
+    __syncthreads();
+    if (kpart != 0) return;
+    for (int p = 1; p < ks; ++p)
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+        for (int m = 0; m < MT; ++m) acc[r][m] += part[warp + p][r][m];
+  }
+
+  // Every lane holds every sum; lane (r·MT + m) mod 32 stores out[m, row0 + r].
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+      if ((r * MT + m) % 32 == lane && m < M && row0 + r < N)
+        out[int64_t(m) * N + row0 + r] = from_f32<OutT>(acc[r][m]);
+}
+
+int sm_count() {
+  static const int n = [] {
+    int dev = 0, v = 0;
+    GS_CUDA_CHECK(cudaGetDevice(&dev));
+    GS_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
+    return v;
+  }();
+  return n;
+}
+
+template <int MT, typename OutT>
+void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cudaStream_t stream) {
+  auto kernel = gemv_kernel<MT, OutT>;
+  static const int blocks_per_sm = [&] {
+    int b = 0;
+    GS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, kThreads, 0));
+    return std::max(b, 1);
+  }();
+  const int sms = sm_count();
+  const int C = K / 8;
+  // Split K inside the block while the grid has fewer than 16 warps per SM (too few loads in
+  // flight to cover HBM latency: measured, ks=1 left E2B's qkv at 5 warps per SM and its time
+  // grew linearly with M) and each lane still gets a chunk of every row.
+  int ks = 1;
+  auto blocks_for = [&](int k_split) {
+    const int rows_per_block = (kWarps / k_split) * kRowsPerWarp;
+    return (N + rows_per_block - 1) / rows_per_block;
+  };
+  while (ks < kWarps && blocks_for(ks) * kWarps < 16 * sms && C >= 32 * (2 * ks)) ks *= 2;
+  const int blocks = blocks_for(ks);
+
+  // L2 prefetch per row: the budget spread over the rows whose blocks can be resident at once.
+  uint32_t pf = 0;
+  if (g_l2_budget > 0) {
+    const int64_t resident_rows =
+        std::min<int64_t>(N, int64_t(blocks_per_sm) * sms * (kWarps / ks) * kRowsPerWarp);
+    const int64_t per_row = std::min<int64_t>(int64_t(K) * 2, g_l2_budget / std::max<int64_t>(resident_rows, 1));
+    pf = uint32_t(per_row & ~int64_t(15));
+  }
+  launch_pdl("gemv_kernel", kernel, dim3(blocks), dim3(kThreads), 0, stream, x, w, out, M, N, K, ks, pf);
+}
+
+template <typename OutT>
+void dispatch_m(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cudaStream_t stream) {
+  if (M <= 1) launch_t<1>(x, w, out, M, N, K, stream);
+  else if (M <= 2) launch_t<2>(x, w, out, M, N, K, stream);
+  else if (M <= 4) launch_t<4>(x, w, out, M, N, K, stream);
+  else if (M <= 8) launch_t<8>(x, w, out, M, N, K, stream);
+  else launch_t<16>(x, w, out, M, N, K, stream);
+}
+
+}  // namespace
+
+bool gemv_supported(int64_t m, int64_t n, int64_t k, DType out_dtype, const void* x, const void* w) {
+  return m >= 1 && m <= kGemvMaxRows && n >= 1 && n < (int64_t(1) << 31) && k >= 8 && k % 8 == 0 &&
+         k < (int64_t(1) << 28) && (out_dtype == DType::BF16 || out_dtype == DType::F32) && aligned16(x) &&
+         aligned16(w);
+}
+
+void launch_gemv(const void* x, const void* w, void* out, DType out_dtype, int64_t m, int64_t n, int64_t k,
+                 cudaStream_t stream) {
+  require(gemv_supported(m, n, k, out_dtype, x, w), "gemv: unsupported operands M=", m, " N=", n, " K=", k,
+          " out ", dtype_name(out_dtype), " (M <= ", kGemvMaxRows, ", K % 8 == 0, 16-byte aligned x and w)");
+  const bf16* xb = static_cast<const bf16*>(x);
+  const bf16* wb = static_cast<const bf16*>(w);
+  if (out_dtype == DType::F32) dispatch_m(xb, wb, static_cast<float*>(out), int(m), int(n), int(k), stream);
+  else dispatch_m(xb, wb, static_cast<bf16*>(out), int(m), int(n), int(k), stream);
+}
+
+void gemv_set_l2_prefetch_budget(int64_t bytes) { g_l2_budget = bytes; }
+
+}  // namespace gs::cuda
