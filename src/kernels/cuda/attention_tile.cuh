@@ -41,6 +41,7 @@
 #include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/attention_params.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch_util.h"
 
 namespace gs::cuda::attn {
 
@@ -76,6 +77,8 @@ struct TileConfig {
 
 template <class C>
 __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const TileArgs a) {
+  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
+  pdl_launch_dependents();
   constexpr int HD = C::kHeadDim, BM = C::kBlockM, BN = C::kBlockN, ST = C::kStages;
   constexpr int WN = C::kWarpsN;
   constexpr int NT = C::kThreads;
@@ -369,7 +372,7 @@ template <class C>
 void launch_tile_config(const TileArgs& a, const TileGrid& g, cudaStream_t stream) {
   enable_tile_smem<C>();
   const dim3 grid(g.q_tiles, g.kv_heads * a.num_splits, g.num_seqs);
-  attention_tile_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(a);
+  launch_pdl("attention_tile_kernel", attention_tile_kernel<C>, grid, C::kThreads, C::kSmemBytes, stream, a);
   GS_CUDA_LAUNCHED("attention_tile_kernel");
 }
 

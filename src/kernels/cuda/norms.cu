@@ -53,6 +53,8 @@ enum class RowOp {
 template <typename T, int V, RowOp OP>
 __global__ void rms_row_kernel(const T* x, const void* w, bool w_f32, T* out, int64_t cols, float eps,
                                float out_scale, const void* next_w, bool next_w_f32, T* next_out) {
+  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
+  pdl_launch_dependents();
   __shared__ float scratch[32];
   const int64_t row = blockIdx.x;
   const T* xr = x + row * cols;
@@ -126,10 +128,10 @@ void launch_rows(const char* op, const Tensor& x, const Tensor* w, float eps, T*
   const void* nwp = next_w ? next_w->data : nullptr;
   bool nw_f32 = next_w && next_w->dtype == DType::F32;
   if (vec)
-    rms_row_kernel<T, VV, OP><<<unsigned(rows), threads, 0, stream>>>(x.ptr<T>(), wp, w_f32, out, cols, eps, out_scale,
+    launch_pdl("rms_row_kernel", rms_row_kernel<T, VV, OP>, unsigned(rows), threads, 0, stream, x.ptr<T>(), wp, w_f32, out, cols, eps, out_scale,
                                                                       nwp, nw_f32, next_out);
   else
-    rms_row_kernel<T, 1, OP><<<unsigned(rows), threads, 0, stream>>>(x.ptr<T>(), wp, w_f32, out, cols, eps, out_scale,
+    launch_pdl("rms_row_kernel", rms_row_kernel<T, 1, OP>, unsigned(rows), threads, 0, stream, x.ptr<T>(), wp, w_f32, out, cols, eps, out_scale,
                                                                      nwp, nw_f32, next_out);
   GS_CUDA_LAUNCHED(op);
 }

@@ -33,6 +33,8 @@ struct QkvArgs {
 
 template <typename T, int E>
 __global__ void qkv_prepare_kernel(QkvArgs a) {
+  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
+  pdl_launch_dependents();
   const int lane = threadIdx.x & 31;
   const int jobs_per_token = a.nq + (a.has_kv ? 2 * a.nkv : 0);
   const int64_t job = blockIdx.x * int64_t(blockDim.x >> 5) + (threadIdx.x >> 5);
@@ -154,10 +156,10 @@ void launch_qkv_prepare(const Tensor& qkv, QkvLayout layout, const AttentionPara
   dispatch_float(qkv.dtype, op, "qkv", [&](auto tag) {
     using T_ = typename decltype(tag)::type;
     switch (d / 64) {
-      case 1: qkv_prepare_kernel<T_, 1><<<grid, warps * 32, 0, stream>>>(a); break;
-      case 2: qkv_prepare_kernel<T_, 2><<<grid, warps * 32, 0, stream>>>(a); break;
-      case 4: qkv_prepare_kernel<T_, 4><<<grid, warps * 32, 0, stream>>>(a); break;
-      case 8: qkv_prepare_kernel<T_, 8><<<grid, warps * 32, 0, stream>>>(a); break;
+      case 1: launch_pdl("qkv_prepare_kernel", qkv_prepare_kernel<T_, 1>, grid, warps * 32, 0, stream, a); break;
+      case 2: launch_pdl("qkv_prepare_kernel", qkv_prepare_kernel<T_, 2>, grid, warps * 32, 0, stream, a); break;
+      case 4: launch_pdl("qkv_prepare_kernel", qkv_prepare_kernel<T_, 4>, grid, warps * 32, 0, stream, a); break;
+      case 8: launch_pdl("qkv_prepare_kernel", qkv_prepare_kernel<T_, 8>, grid, warps * 32, 0, stream, a); break;
       default: fail(str_cat(op, ": head_dim ", d, " unsupported (64, 128, 256 or 512)"));
     }
     GS_CUDA_LAUNCHED(op);

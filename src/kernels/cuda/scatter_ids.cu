@@ -5,6 +5,8 @@ namespace gs::cuda {
 namespace {
 
 __global__ void scatter_ids_kernel(int* dst, const int* src, const int* pairs, int num_pairs) {
+  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
+  pdl_launch_dependents();
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < num_pairs) dst[pairs[2 * i]] = src[pairs[2 * i + 1]];
 }
@@ -16,7 +18,7 @@ void launch_scatter_ids(const Tensor& dst, const Tensor& src, const int* d_pairs
           " must be i32");
   if (num_pairs == 0) return;
   constexpr int kThreads = 128;
-  scatter_ids_kernel<<<(num_pairs + kThreads - 1) / kThreads, kThreads, 0, stream>>>(
+  launch_pdl("scatter_ids_kernel", scatter_ids_kernel, (num_pairs + kThreads - 1) / kThreads, kThreads, 0, stream, 
       dst.ptr<int>(), src.ptr<int>(), d_pairs, num_pairs);
   GS_CUDA_LAUNCHED("scatter_ids");
 }
