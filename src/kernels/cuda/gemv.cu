@@ -165,6 +165,101 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__
         out[int64_t(m) * N + row0 + r] = from_f32<OutT>(acc[r][m]);
 }
 
+// ---- tensor-core variant -------------------------------------------------------------------------
+// For M above a few rows the FMA kernel above runs out of issue slots (64·M FMAs per 16-byte
+// weight chunk per lane), so this one does the dot products with mma.sync m16n8k16: A = x (16
+// rows m, rows >= M zero), B = w^T (k16 x n8: 8 weight rows per warp), f32 accumulators.
+//
+// The trick that keeps the loads 16 bytes wide: a dot product does not care in which order k is
+// summed, so an mma's "logical" k may map to any actual k as long as A and B use the same map.
+// Lane (g = lane/4, p = lane%4) loads the 16-byte chunk ch = base + p of weight row g and the same
+// chunk of x rows g and g+8; its four bf16 pairs feed two mma k-steps (pairs 0,1 then 2,3). For
+// every logical k the 8 lanes with the same p read the same actual k, which is all the fragment
+// layout needs. Each accumulator ends complete for one (m, n): no shuffles.
+constexpr int kMmaRowsPerWarp = 8;
+constexpr int kMmaStages = 8;  // chunks each lane has in flight: 128 B
+
+__device__ __forceinline__ void mma_bf16_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                               uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+      "{%0,%1,%2,%3};"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// kHigh: M > 8, so x rows g+8 are loaded too (otherwise they are zero).
+template <bool kHigh, typename OutT>
+__global__ void __launch_bounds__(kThreads) gemv_mma_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
+                                                            OutT* __restrict__ out, int M, int N, int K, int ks,
+                                                            uint32_t pf_row_bytes) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int g = lane >> 2, p = lane & 3;
+  const int kpart = warp % ks, group = warp / ks, groups = kWarps / ks;
+  const int row0 = (blockIdx.x * groups + group) * kMmaRowsPerWarp;
+  const int C = K >> 3;
+  const int stride = 4 * ks;  // chunks between a warp's consecutive k-steps
+  const bf16* wrow = w + int64_t(min(row0 + g, N - 1)) * K;
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+
+  // ---- before the wait: weights only ----
+  int b = kpart * 4;  // warp-uniform chunk base; the lane's chunk is b + p
+  uint4 wb[kMmaStages];
+#pragma unroll
+  for (int s = 0; s < kMmaStages; ++s) {
+    const int ch = b + s * stride + p;
+    wb[s] = ch < C ? ld_weight(wrow + int64_t(ch) * 8) : zero;
+  }
+  if (pf_row_bytes && kpart == 0 && p == 0 && row0 + g < N) {
+    const uint32_t skip = uint32_t(kMmaStages * stride * 16), row_bytes = uint32_t(K) * 2;
+    const uint32_t end = min(pf_row_bytes, row_bytes);
+    if (end > skip) prefetch_l2(reinterpret_cast<const char*>(wrow) + skip, end - skip);
+  }
+
+  pdl_wait();
+  pdl_launch_dependents();
+
+  const bool lo = g < M, hi = kHigh && g + 8 < M;
+  const bf16* xlo = x + int64_t(lo ? g : 0) * K;
+  const bf16* xhi = x + int64_t(hi ? g + 8 : 0) * K;
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  for (; b < C; b += kMmaStages * stride) {
+#pragma unroll
+    for (int s = 0; s < kMmaStages; ++s) {
+      const int bs = b + s * stride;
+      if (bs < C) {  // warp-uniform: mma needs the whole warp
+        const int ch = bs + p;
+        const bool ok = ch < C;
+        const uint4 xl = ok && lo ? *reinterpret_cast<const uint4*>(xlo + int64_t(ch) * 8) : zero;
+        const uint4 xh = ok && hi ? *reinterpret_cast<const uint4*>(xhi + int64_t(ch) * 8) : zero;
+        const uint4 wv = wb[s];
+        const int cn = ch + kMmaStages * stride;
+        wb[s] = cn < C ? ld_weight(wrow + int64_t(cn) * 8) : zero;
+        mma_bf16_16816(acc, xl.x, xh.x, xl.y, xh.y, wv.x, wv.y);
+        mma_bf16_16816(acc, xl.z, xh.z, xl.w, xh.w, wv.z, wv.w);
+      }
+    }
+  }
+
+  if (ks > 1) {
+    __shared__ float part[kWarps][32][4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) part[warp][lane][j] = acc[j];
+    __syncthreads();
+    if (kpart != 0) return;
+    for (int q = 1; q < ks; ++q)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) acc[j] += part[warp + q][lane][j];
+  }
+
+  // C fragment: acc[0..1] = (m g, n 2p..2p+1), acc[2..3] = (m g+8, same n).
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const int m = g + (j >> 1) * 8, n = row0 + 2 * p + (j & 1);
+    if (m < M && n < N) out[int64_t(m) * N + n] = from_f32<OutT>(acc[j]);
+  }
+}
+
 int sm_count() {
   static const int n = [] {
     int dev = 0, v = 0;
@@ -207,8 +302,43 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
   launch_pdl("gemv_kernel", kernel, dim3(blocks), dim3(kThreads), 0, stream, x, w, out, M, N, K, ks, pf);
 }
 
+int g_mma_min_rows = 3;
+
+template <bool kHigh, typename OutT>
+void launch_mma(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cudaStream_t stream) {
+  auto kernel = gemv_mma_kernel<kHigh, OutT>;
+  static const int blocks_per_sm = [&] {
+    int b = 0;
+    GS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, kThreads, 0));
+    return std::max(b, 1);
+  }();
+  const int sms = sm_count();
+  const int C = K / 8;
+  int ks = 1;
+  auto blocks_for = [&](int k_split) {
+    const int rows_per_block = (kWarps / k_split) * kMmaRowsPerWarp;
+    return (N + rows_per_block - 1) / rows_per_block;
+  };
+  // Same rule as the FMA kernel: split K in the block while there are under 16 warps per SM
+  // and every warp keeps at least one 4-chunk k-step.
+  while (ks < kWarps && blocks_for(ks) * kWarps < 16 * sms && C >= 4 * (2 * ks)) ks *= 2;
+  uint32_t pf = 0;
+  if (g_l2_budget > 0) {
+    const int64_t resident_rows =
+        std::min<int64_t>(N, int64_t(blocks_per_sm) * sms * (kWarps / ks) * kMmaRowsPerWarp);
+    const int64_t per_row = std::min<int64_t>(int64_t(K) * 2, g_l2_budget / std::max<int64_t>(resident_rows, 1));
+    pf = uint32_t(per_row & ~int64_t(15));
+  }
+  launch_pdl("gemv_mma_kernel", kernel, dim3(blocks_for(ks)), dim3(kThreads), 0, stream, x, w, out, M, N, K, ks, pf);
+}
+
 template <typename OutT>
 void dispatch_m(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cudaStream_t stream) {
+  if (M >= g_mma_min_rows) {
+    if (M <= 8) launch_mma<false>(x, w, out, M, N, K, stream);
+    else launch_mma<true>(x, w, out, M, N, K, stream);
+    return;
+  }
   if (M <= 1) launch_t<1>(x, w, out, M, N, K, stream);
   else if (M <= 2) launch_t<2>(x, w, out, M, N, K, stream);
   else if (M <= 4) launch_t<4>(x, w, out, M, N, K, stream);
@@ -235,5 +365,6 @@ void launch_gemv(const void* x, const void* w, void* out, DType out_dtype, int64
 }
 
 void gemv_set_l2_prefetch_budget(int64_t bytes) { g_l2_budget = bytes; }
+void gemv_set_mma_min_rows(int m) { g_mma_min_rows = m; }
 
 }  // namespace gs::cuda

@@ -29,5 +29,7 @@ void launch_gemv(const void* x, const void* w, void* out, DType out_dtype, int64
 // row the block asks L2 to prefetch before its wait (cp.async.bulk.prefetch), as a total budget
 // over the blocks resident at once; 0 turns the L2 prefetch off.
 void gemv_set_l2_prefetch_budget(int64_t bytes);
+// M from which the tensor-core variant runs instead of the FMA one (kGemvMaxRows + 1: never).
+void gemv_set_mma_min_rows(int m);
 
 }  // namespace gs::cuda

@@ -1,5 +1,5 @@
 // Standalone benchmark of the decode GEMV (build.sh): per decode shape of E2B and 31B and per M,
-//   alone    GEMV launched back to back in a CUDA graph (µs per call, GB/s of weights)
+//   alone    GEMV (FMA and tensor-core variants) launched back to back in a CUDA graph (µs per call, GB/s of weights)
 //   lt       cuBLASLt's heuristic algorithm for the same shape (LtGemm, what the backend ran before)
 //   chain    a graph of [producer, GEMV] pairs, minus a graph of producers alone: the GEMV's
 //            marginal cost after a small PDL-aware kernel, which is where PDL and the weight
@@ -55,6 +55,7 @@ float time_graph(cudaStream_t st, int reps, F&& body) {
 int main(int argc, char** argv) {
   const bool pdl = pdl_enabled();
   if (argc > 1) gemv_set_l2_prefetch_budget(int64_t(atof(argv[1]) * (1 << 20)));
+  const int mma_min = argc > 2 ? atoi(argv[2]) : 3;  // the pair columns use this routing
   struct Shape { const char* name; int N, K; };
   const Shape shapes[] = {
       {"e2b qkv", 2560, 1536},       {"e2b o_proj", 1536, 2048},     {"e2b gate_up", 12288, 1536},
@@ -78,8 +79,8 @@ int main(int argc, char** argv) {
   GS_CUDA_CHECK(cudaMalloc(&x, 16 * 21504 * 2));
   GS_CUDA_CHECK(cudaMemset(x, 0x3c, 16 * 21504 * 2));
   GS_CUDA_CHECK(cudaMalloc(&out, size_t(16) * 262144 * 4));
-  printf("pdl=%d\n%-14s %3s %9s | %9s %7s | %9s %7s | %9s %9s %9s\n", int(pdl), "shape", "M", "MB", "gemv_us",
-         "GB/s", "lt_us", "GB/s", "prod_us", "pair_us", "marg_us");
+  printf("pdl=%d mma_min=%d\n%-14s %3s %9s | %9s %7s | %9s %7s | %9s %7s | %9s %9s %9s\n", int(pdl), mma_min, "shape", "M", "MB", "fma_us",
+         "GB/s", "mma_us", "GB/s", "lt_us", "GB/s", "prod_us", "pair_us", "marg_us");
   for (const Shape& s : shapes) {
     const size_t wbytes = size_t(s.N) * s.K * 2;
     const int copies = int(std::min<size_t>(16, std::max<size_t>(1, pool_bytes / wbytes)));
@@ -88,7 +89,12 @@ int main(int argc, char** argv) {
       const DType od = s.N == 262144 ? DType::F32 : DType::BF16;
       auto wptr = [&](int i) { return pool + size_t(i % copies) * wbytes; };
       int i = 0;
+      gemv_set_mma_min_rows(kGemvMaxRows + 1);
       float g = time_graph(st, reps, [&] { launch_gemv(x, wptr(i++), out, od, M, s.N, s.K, st); });
+      i = 0;
+      gemv_set_mma_min_rows(1);
+      float gm = time_graph(st, reps, [&] { launch_gemv(x, wptr(i++), out, od, M, s.N, s.K, st); });
+      gemv_set_mma_min_rows(mma_min);
       i = 0;
       float l = time_graph(st, reps, [&] { lt.matmul_raw(x, wptr(i++), out, od, M, s.N, s.K); });
       float p = time_graph(st, reps, [&] { launch_pdl("producer", producer, dim3(M), dim3(256), 0, st, x, s.K); });
@@ -97,8 +103,8 @@ int main(int argc, char** argv) {
         launch_pdl("producer", producer, dim3(M), dim3(256), 0, st, x, s.K);
         launch_gemv(x, wptr(i++), out, od, M, s.N, s.K, st);
       });
-      printf("%-14s %3d %9.2f | %9.2f %7.0f | %9.2f %7.0f | %9.2f %9.2f %9.2f\n", s.name, M, wbytes / 1e6, g,
-             wbytes / g / 1e3, l, wbytes / l / 1e3, p, pg, pg - p);
+      printf("%-14s %3d %9.2f | %9.2f %7.0f | %9.2f %7.0f | %9.2f %7.0f | %9.2f %9.2f %9.2f\n", s.name, M,
+             wbytes / 1e6, g, wbytes / g / 1e3, gm, wbytes / gm / 1e3, l, wbytes / l / 1e3, p, pg, pg - p);
     }
   }
   return 0;

@@ -76,9 +76,14 @@ void check(int M, int N, int K, DType od) {
 }
 
 TEST(Gemv, EveryMOddShapes) {
-  for (int M = 1; M <= kGemvMaxRows; ++M)
-    for (auto [N, K] : {std::pair{1, 8}, {7, 24}, {33, 256}, {257, 1536}, {1031, 2056}, {3, 21504}})
-      for (DType od : {DType::F32, DType::BF16}) check(M, N, K, od);
+  // Both variants at every M: 1 = tensor-core kernel always, kGemvMaxRows + 1 = FMA kernel always.
+  for (int mma_min : {1, kGemvMaxRows + 1}) {
+    gemv_set_mma_min_rows(mma_min);
+    for (int M = 1; M <= kGemvMaxRows; ++M)
+      for (auto [N, K] : {std::pair{1, 8}, {7, 24}, {33, 256}, {257, 1536}, {1031, 2056}, {3, 21504}, {9, 40}})
+        for (DType od : {DType::F32, DType::BF16}) check(M, N, K, od);
+  }
+  gemv_set_mma_min_rows(3);
 }
 
 TEST(Gemv, DecodeShapes) {
