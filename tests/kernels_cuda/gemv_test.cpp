@@ -15,7 +15,10 @@ class Gemv : public CudaVsCpu {};
 
 TEST_F(Gemv, EveryMOddNBothOutDtypes) {
   struct NK { int64_t n, k; };
+  // Both variants at every M: the tensor-core kernel from M = 1, then the FMA kernel always.
+  for (int mma_min : {1, cuda::kGemvMaxRows + 1})
   for (int64_t m = 1; m <= cuda::kGemvMaxRows; ++m) {
+    cuda::gemv_set_mma_min_rows(mma_min);
     for (NK s : {NK{1, 8}, NK{33, 264}, NK{257, 1536}, NK{771, 2056}, NK{5, 21504}}) {
       auto x = random_bf16(m * s.k);
       auto [wc, wg] = weight(random_bf16(s.n * s.k), Shape{s.n, s.k});
@@ -23,7 +26,7 @@ TEST_F(Gemv, EveryMOddNBothOutDtypes) {
       Tensor oc = cpu->empty(DType::F32, {m, s.n});
       cpu->matmul(xc, wc, oc);
       for (DType dt : {DType::BF16, DType::F32}) {
-        const std::string what = "gemv M=" + std::to_string(m) + " N=" + std::to_string(s.n) +
+        const std::string what = "gemv mma_min=" + std::to_string(mma_min) + " M=" + std::to_string(m) + " N=" + std::to_string(s.n) +
                                  " K=" + std::to_string(s.k) + " out " + std::string(dtype_name(dt));
         Tensor og = gpu_poisoned(dt, {m, s.n});
         gpu->synchronize();  // the poison fill ran on the backend's stream
@@ -36,6 +39,7 @@ TEST_F(Gemv, EveryMOddNBothOutDtypes) {
       }
     }
   }
+  cuda::gemv_set_mma_min_rows(cuda::kGemvMaxRows + 1);  // the default
 }
 
 TEST_F(Gemv, DecodeShapesOfE2B) {

@@ -32,11 +32,13 @@ namespace {
 
 constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
 
-constexpr int kDefaultGemvMaxRows = 8;
+// matmul sends x with at most this many rows to the GEMV (gemv.h) instead of cuBLASLt;
+// GS_GEMV_MAX_M overrides it for A/B runs (0 = cuBLASLt always). Measured on the H200
+// (docs/perf/kernels.md): at M = 1 the GEMV beats cuBLASLt on every E2B projection (o_proj 2.6
+// against 7.6 us, PLE 1.6 against 4.1) and on the big-N ones, but at M >= 2 cuBLASLt catches up and
+// from M = 4 it wins everywhere.
+constexpr int kDefaultGemvMaxRows = 1;
 
-// matmul sends x with at most this many rows to the GEMV (gemv.h) instead of cuBLASLt; GS_GEMV_MAX_M
-// overrides it for A/B runs (0 = cuBLASLt always). The default is what docs/perf/kernels.md
-// measured: the GEMV wins where the step is one weight stream and its arithmetic stays hidden.
 int gemv_max_rows() {
   static const int v = [] {
     const char* e = std::getenv("GS_GEMV_MAX_M");
@@ -45,6 +47,12 @@ int gemv_max_rows() {
   }();
   return v;
 }
+
+// Which weights the GEMV streams faster than cuBLASLt at M = 1 (same measurements): small ones,
+// where cuBLASLt's ramp-up and launch dominate (every E2B projection, <= 40 MB), and very wide
+// ones (31B gate_up N = 43008, the LM heads N = 262144). In between (31B qkv 176 MB, o_proj 88 MB,
+// down 231 MB with K = 21504) cuBLASLt reached 4-15% more bandwidth.
+bool gemv_shape_wins(int64_t n, int64_t k) { return n * k * 2 <= (int64_t(64) << 20) || n >= 32768; }
 
 class CudaBackend final : public Backend {
  public:
@@ -170,7 +178,7 @@ class CudaBackend final : public Backend {
     // Decode-sized x: the GEMV when the operands are the plain case it takes; anything else
     // (including every malformed call, which LtGemm reports) goes to cuBLASLt.
     const bool gemv = x.defined() && w.defined() && out.defined() && x.rows() >= 1 &&
-                      x.rows() <= gemv_max_rows() && x.device == Device::CUDA && w.device == Device::CUDA &&
+                      x.rows() <= gemv_max_rows() && gemv_shape_wins(w.dim(0), x.cols()) && x.device == Device::CUDA && w.device == Device::CUDA &&
                       out.device == Device::CUDA && x.dtype == DType::BF16 && w.dtype == DType::BF16 &&
                       w.ndim() == 2 && x.cols() == w.dim(1) && out.rows() == x.rows() && out.cols() == w.dim(0) &&
                       cuda::gemv_supported(x.rows(), w.dim(0), x.cols(), out.dtype, x.data, w.data);

@@ -28,10 +28,6 @@ constexpr int kThreads = 128;
 constexpr int kWarps = kThreads / 32;
 constexpr int kRowsPerWarp = 4;  // weight rows per warp group
 
-// Chunks per row each lane has in flight (kRowsPerWarp·stages·16 B): deeper for small M, where
-// registers are free and a warp has little arithmetic to hide the load latency behind.
-template <int MT>
-constexpr int stages_for() { return MT <= 2 ? 4 : MT <= 4 ? 3 : 2; }
 
 int64_t g_l2_budget = int64_t(16) << 20;
 
@@ -61,8 +57,10 @@ __device__ __forceinline__ void unpack8(const uint4& raw, float (&f)[8]) {
   }
 }
 
-// MT: compile-time bound on M (M <= MT; rows m >= M are skipped, never read).
-template <int MT, typename OutT>
+// MT: compile-time bound on M (M <= MT; rows m >= M are skipped, never read). kStages: chunks per
+// row each lane has in flight (kRowsPerWarp·kStages·16 B); the host picks 4 only where the grid
+// still fits in one wave with the registers that costs (see launch_t).
+template <int MT, int kStages, typename OutT>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
                                                         OutT* __restrict__ out, int M, int N, int K, int ks,
                                                         uint32_t pf_row_bytes) {
@@ -71,7 +69,6 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__
   const int row0 = (blockIdx.x * groups + group) * kRowsPerWarp;
   const int C = K >> 3;
   const int stride = 32 * ks;
-  constexpr int kStages = stages_for<MT>();
 
   // Rows past N read row N-1 (valid memory) and are never stored: no predication in the loop.
   const bf16* rows[kRowsPerWarp];
@@ -270,26 +267,35 @@ int sm_count() {
   return n;
 }
 
+template <typename K>
+int occupancy(K kernel) {
+  int b = 0;
+  GS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, kThreads, 0));
+  return std::max(b, 1);
+}
+
 template <int MT, typename OutT>
 void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cudaStream_t stream) {
-  auto kernel = gemv_kernel<MT, OutT>;
-  static const int blocks_per_sm = [&] {
-    int b = 0;
-    GS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, kThreads, 0));
-    return std::max(b, 1);
-  }();
   const int sms = sm_count();
   const int C = K / 8;
-  // Split K inside the block while the grid has fewer than 16 warps per SM (too few loads in
-  // flight to cover HBM latency: measured, ks=1 left E2B's qkv at 5 warps per SM and its time
-  // grew linearly with M) and each lane still gets a chunk of every row.
+  // Split K inside the block only while the grid leaves SMs without two blocks and each lane keeps
+  // two chunks per row. (Tried on the H200: splitting until 16 warps per SM made E2B's qkv 30%
+  // slower, 3.2 -> 4.2 us; the in-block reduction and the extra blocks cost more than it gained.)
   int ks = 1;
   auto blocks_for = [&](int k_split) {
     const int rows_per_block = (kWarps / k_split) * kRowsPerWarp;
     return (N + rows_per_block - 1) / rows_per_block;
   };
-  while (ks < kWarps && blocks_for(ks) * kWarps < 16 * sms && C >= 32 * (2 * ks)) ks *= 2;
+  while (ks < kWarps && blocks_for(ks) < 2 * sms && C >= 32 * (2 * ks) * 2) ks *= 2;
   const int blocks = blocks_for(ks);
+  // 4 stages in flight only when the whole grid is resident at once with them: measured on the
+  // H200, 4 stages took E2B's down from 7.2 to 6.1 us (one wave either way) but its gate_up from
+  // 9.5 to 12.4 us (768 blocks: one wave at 2 stages, two at 4).
+  static const int occ4 = MT <= 2 ? occupancy(gemv_kernel<MT, 4, OutT>) : 0;
+  static const int occ2 = occupancy(gemv_kernel<MT, 2, OutT>);
+  const bool deep = MT <= 2 && blocks <= occ4 * sms;
+  auto kernel = deep ? gemv_kernel<MT, (MT <= 2 ? 4 : 2), OutT> : gemv_kernel<MT, 2, OutT>;
+  const int blocks_per_sm = deep ? occ4 : occ2;
 
   // L2 prefetch per row: the budget spread over the rows whose blocks can be resident at once.
   uint32_t pf = 0;
@@ -302,7 +308,10 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
   launch_pdl("gemv_kernel", kernel, dim3(blocks), dim3(kThreads), 0, stream, x, w, out, M, N, K, ks, pf);
 }
 
-int g_mma_min_rows = 3;
+// Off by default (kGemvMaxRows + 1): on the H200 the mma variant beat the FMA kernel from M = 4
+// but lost to cuBLASLt at every decode shape there (docs/perf/kernels.md); it stays, tested, as
+// the starting point for M 2-16.
+int g_mma_min_rows = kGemvMaxRows + 1;
 
 template <bool kHigh, typename OutT>
 void launch_mma(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cudaStream_t stream) {

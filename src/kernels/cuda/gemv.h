@@ -13,7 +13,8 @@
 
 namespace gs::cuda {
 
-// The largest M the GEMV takes; the cuda backend sends bigger M to cuBLASLt.
+// The largest M the GEMV takes. The cuda backend sends it only M <= GS_GEMV_MAX_M (default 1) and
+// the weights it measured faster on (cuda_backend.cpp); everything else goes to cuBLASLt.
 constexpr int kGemvMaxRows = 16;
 
 // True when launch_gemv accepts these operands: 1 <= M <= kGemvMaxRows, K a multiple of 8,

@@ -55,7 +55,7 @@ float time_graph(cudaStream_t st, int reps, F&& body) {
 int main(int argc, char** argv) {
   const bool pdl = pdl_enabled();
   if (argc > 1) gemv_set_l2_prefetch_budget(int64_t(atof(argv[1]) * (1 << 20)));
-  const int mma_min = argc > 2 ? atoi(argv[2]) : 3;  // the pair columns use this routing
+  const int mma_min = argc > 2 ? atoi(argv[2]) : kGemvMaxRows + 1;  // the pair columns use this routing
   struct Shape { const char* name; int N, K; };
   const Shape shapes[] = {
       {"e2b qkv", 2560, 1536},       {"e2b o_proj", 1536, 2048},     {"e2b gate_up", 12288, 1536},
