@@ -94,12 +94,14 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 }
 #endif
 
-// Whether launch_pdl() sets the PDL attribute: GS_PDL=0 turns it off for A/B runs; read once per
-// process. Needs sm_90 (the attribute is meaningless before Hopper).
+// Whether launch_pdl() sets the PDL attribute: off unless GS_PDL=1; read once per process. Off by
+// default because it was measured to help only at batch 1 (H200, docs/perf/decode.md: E2B
+// 3.03 -> 2.84 ms/step with the GEMV) and to cost 2-7% at batch 8 and 64, where every GEMM is
+// cuBLASLt and no kernel has weights to prefetch before its wait. Needs sm_90.
 inline bool pdl_enabled() {
   static const bool on = [] {
     const char* e = std::getenv("GS_PDL");
-    if (e && e[0] == '0') return false;
+    if (!e || e[0] != '1') return false;
     int dev = 0, major = 0;
     if (cudaGetDevice(&dev) != cudaSuccess) return false;
     if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
