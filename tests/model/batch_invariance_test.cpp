@@ -77,17 +77,20 @@ TEST_P(BatchInvariance, RaggedBatchEqualsEachSequenceAlone) {
     return l;
   };
 
-  // Rows computed with the same chunking as the reference (step 1) must agree to 1e-4: only the
-  // batch around them differs. Rows computed on a cached prefix (step 2: A's chunk, B's decode
-  // token) sum attention and GEMMs in another order than the one-shot prefill, and f32 rounding
-  // through the layers then reaches 7.5e-4 on some random inputs (worst of ~1000 runs of this
-  // test, 2026-11-22): they get 2e-3. A real error (wrong position, wrong page) is O(1).
+  // Neither step is bit-identical to the sequence alone: the cpu matmul is one sgemm over the
+  // step's rows, and OpenBLAS (0.3.21 on Debian 12) takes other edge micro-kernels, with another
+  // f32 summation order, when the row count changes. These tiny random models amplify that
+  // rounding through the layers: on an AMD EPYC CI-sized machine, 700 runs of this test
+  // (2026-11-24) reached 2.2e-3 on rows computed with the same chunking as the reference (step 1)
+  // and stayed below that on rows computed on a cached prefix (step 2). The bound is 1e-2, about 5x
+  // that; what this test exists to catch (a wrong position, page or mask, another sequence's keys)
+  // moves logits by O(1).
   auto expect_rows = [&](const std::vector<float>& got, int got_row, const std::vector<float>& ref, int ref_row,
-                         const char* what, bool on_cached_prefix = false) {
+                         const char* what) {
     float worst = 0;
     for (int v = 0; v < V; ++v)
       worst = std::max(worst, std::fabs(got[size_t(got_row) * V + v] - ref[size_t(ref_row) * V + v]));
-    EXPECT_LE(worst, on_cached_prefix ? 2e-3f : 1e-4f) << what << " row " << ref_row;
+    EXPECT_LE(worst, 1e-2f) << what << " row " << ref_row;
   };
 
   // Step 1: A prefills 20 tokens, B prefills 33.
@@ -96,8 +99,8 @@ TEST_P(BatchInvariance, RaggedBatchEqualsEachSequenceAlone) {
   for (int i = 0; i < 33; ++i) expect_rows(s1, 20 + i, ref_b, i, "B prefill");
   // Step 2: A continues with a chunk of 7, B decodes its last token.
   std::vector<float> s2 = run(20, 7, 33, 1);
-  for (int i = 0; i < 7; ++i) expect_rows(s2, i, ref_a, 20 + i, "A chunk", true);
-  expect_rows(s2, 7, ref_b, 33, "B decode", true);
+  for (int i = 0; i < 7; ++i) expect_rows(s2, i, ref_a, 20 + i, "A chunk");
+  expect_rows(s2, 7, ref_b, 33, "B decode");
 }
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, BatchInvariance, testing::Values("dense", "e2b_like", "moe"));
