@@ -126,6 +126,8 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
     case TileKernel::Hd512NarrowDeep: return {"hd512 narrow 1x4 warps, 3 stages", 512, 16, 32};
     case TileKernel::Hd256WideQuad: return {"hd256 wide 4x4 warps", 256, 64, 64};
     case TileKernel::Hd512WideQuad: return {"hd512 wide 4x4 warps", 512, 64, 32};
+    case TileKernel::Hd256Wgmma: return {"hd256 wgmma 2 warpgroups + producer (sm_90a)", 256, 128, 64};
+    case TileKernel::Hd512Wgmma: return {"hd512 wgmma 2 warpgroups split d (sm_90a)", 512, 64, 64};
   }
   throw Error("attention: unknown tile kernel {}", int(k));
 }
@@ -134,8 +136,9 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
 // bench_attention(all_kernels) on an H200 (docs/perf/attention.md): for prefill, warps to hide
 // latency mattered more than shared-memory traffic (hd256: 4x4 warps 1.99 ms, 4x2 2.06, solo
 // 4x1 2.62; hd512: 4x2 15.4 ms, 4x4 16.2); for decode a third K/V stage bought nothing.
-static TileKernel choose_kernel(int head_dim, int64_t rows) {
+static TileKernel choose_kernel(int head_dim, int64_t rows, bool vision_overlay) {
   const bool narrow = rows <= 16;
+  (void)vision_overlay;
   if (head_dim == 256) return narrow ? TileKernel::Hd256Narrow : TileKernel::Hd256WideQuad;
   return narrow ? TileKernel::Hd512Narrow : TileKernel::Hd512Wide;
 }
@@ -161,9 +164,13 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
 
   const int hd = p.head_dim, nkv = p.num_kv_heads, grp = p.num_q_heads / p.num_kv_heads;
   const int64_t rows = int64_t(batch.max_q_len) * grp;
-  plan.kernel = force ? *force : choose_kernel(hd, rows);
+  plan.kernel = force ? *force : choose_kernel(hd, rows, p.mm_bidirectional);
   const TileKernelInfo info = tile_kernel_info(plan.kernel);
   GS_CHECK(info.head_dim == hd, "paged_attention: kernel '{}' cannot serve head dim {}", info.name, hd);
+  if (is_wgmma_kernel(plan.kernel)) {
+    GS_CHECK(!p.mm_bidirectional, "paged_attention: kernel '{}' has no vision-block overlay", info.name);
+    GS_CHECK(wgmma_supported(), "paged_attention: kernel '{}' needs an sm_90 GPU", info.name);
+  }
   plan.head_dim = hd;
   plan.empty = false;
 
@@ -196,7 +203,9 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
   int splits = 1;
   if (workspace != nullptr) {
     const int64_t ctas = int64_t(plan.grid.q_tiles) * nkv * batch.num_seqs;
-    const int per_sm = hd == 256 ? tile_kernel_occupancy_hd256(plan.kernel) : tile_kernel_occupancy_hd512(plan.kernel);
+    const int per_sm = is_wgmma_kernel(plan.kernel) ? 1  // 193-225 KB of shared memory per CTA
+                       : hd == 256                  ? tile_kernel_occupancy_hd256(plan.kernel)
+                                                    : tile_kernel_occupancy_hd512(plan.kernel);
     const int64_t key_tiles = (batch.max_kv_len + info.keys - 1) / info.keys;
     const int64_t max_splits = std::min<int64_t>({kMaxSplits, key_tiles / kMinTilesPerSplit, kSplitCtaBudget / ctas});
     splits = choose_splits(ctas, int64_t(sm_count()) * per_sm, max_splits);
@@ -212,7 +221,8 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
 
 void launch_plan(const AttentionPlan& plan, cudaStream_t stream) {
   if (plan.empty) return;
-  if (plan.head_dim == 256) launch_tile_kernel_hd256(plan.kernel, plan.args, plan.grid, stream);
+  if (is_wgmma_kernel(plan.kernel)) launch_wgmma_kernel(plan.kernel, plan.args, plan.grid, stream);
+  else if (plan.head_dim == 256) launch_tile_kernel_hd256(plan.kernel, plan.args, plan.grid, stream);
   else launch_tile_kernel_hd512(plan.kernel, plan.args, plan.grid, stream);
   if (plan.args.num_splits > 1) launch_combine(plan.head_dim, plan.args, stream);
 }

@@ -46,8 +46,13 @@ enum class TileKernel : int {
   Hd512NarrowDeep,  // 16 rows, 1x4 warps, 32 keys per tile, 3 stages (more K/V in flight)
   Hd256WideQuad,    // 64 rows, 4x4 warps (16 warps hide more latency), 64 keys per tile
   Hd512WideQuad,    // 64 rows, 4x4 warps, 32 keys per tile
+  // Hopper (sm_90a) only, no vision overlay (attention_wgmma.cuh): wgmma, producer warp + two
+  // consumer warpgroups, 64 keys per tile.
+  Hd256Wgmma,       // 128 rows (64 per warpgroup)
+  Hd512Wgmma,       // 64 rows, the warpgroups split the head dim
 };
-constexpr int kNumTileKernels = 8;
+constexpr int kNumTileKernels = 10;
+constexpr bool is_wgmma_kernel(TileKernel k) { return k == TileKernel::Hd256Wgmma || k == TileKernel::Hd512Wgmma; }
 
 struct TileKernelInfo {
   const char* name;
@@ -70,6 +75,10 @@ void launch_tile_kernel_hd512(TileKernel k, const TileArgs& a, const TileGrid& g
 // CTAs of the kernel that fit on one SM (for sizing the split-KV grid).
 int tile_kernel_occupancy_hd256(TileKernel k);
 int tile_kernel_occupancy_hd512(TileKernel k);
+
+// Defined in attention_wgmma.cu. wgmma_supported(): the current device runs the sm_90a kernels.
+void launch_wgmma_kernel(TileKernel k, const TileArgs& a, const TileGrid& g, cudaStream_t stream);
+bool wgmma_supported();
 
 // Merges the split partials into out (attention_combine.cu).
 void launch_combine(int head_dim, const TileArgs& a, cudaStream_t stream);
