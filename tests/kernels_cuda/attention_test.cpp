@@ -183,9 +183,11 @@ TEST_F(Attention, EveryTileKernelOnEveryShape) {
 // split and unsplit.
 TEST_F(Attention, WgmmaKernelsOnEveryShapeTheyAccept) {
   if (!cuda::attn::wgmma_supported()) GTEST_SKIP() << "needs an sm_90 GPU";
-  for (int hd : {256, 512}) {
-    const int k = int(hd == 256 ? cuda::attn::TileKernel::Hd256Wgmma : cuda::attn::TileKernel::Hd512Wgmma);
-    const std::string name = "wgmma hd " + std::to_string(hd) + ": ";
+  using cuda::attn::TileKernel;
+  for (TileKernel kernel :
+       {TileKernel::Hd256Wgmma, TileKernel::Hd512Wgmma, TileKernel::Hd256WgmmaSerial, TileKernel::Hd512WgmmaSerial}) {
+    const int k = int(kernel), hd = cuda::attn::tile_kernel_info(kernel).head_dim;
+    const std::string name = std::string(cuda::attn::tile_kernel_info(kernel).name) + ": ";
     std::vector<std::pair<AttnCase, std::string>> cases;
     for (int group : {1, 2, 3, 4, 8}) {
       const int nkv = group == 1 ? 2 : 1;

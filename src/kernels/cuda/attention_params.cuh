@@ -48,11 +48,13 @@ enum class TileKernel : int {
   Hd512WideQuad,    // 64 rows, 4x4 warps, 32 keys per tile
   // Hopper (sm_90a) only, no vision overlay (attention_wgmma.cuh): wgmma, producer warp + two
   // consumer warpgroups, 64 keys per tile.
-  Hd256Wgmma,       // 128 rows (64 per warpgroup)
-  Hd512Wgmma,       // 64 rows, the warpgroups split the head dim
+  Hd256Wgmma,       // 128 rows (64 per warpgroup), P·V of tile j-1 overlapping softmax of tile j
+  Hd512Wgmma,       // 64 rows, the warpgroups split the head dim, pipelined likewise
+  Hd256WgmmaSerial, // as Hd256Wgmma, one product at a time per warpgroup
+  Hd512WgmmaSerial, // as Hd512Wgmma, one product at a time per warpgroup
 };
-constexpr int kNumTileKernels = 10;
-constexpr bool is_wgmma_kernel(TileKernel k) { return k == TileKernel::Hd256Wgmma || k == TileKernel::Hd512Wgmma; }
+constexpr int kNumTileKernels = 12;
+constexpr bool is_wgmma_kernel(TileKernel k) { return int(k) >= int(TileKernel::Hd256Wgmma); }
 
 struct TileKernelInfo {
   const char* name;

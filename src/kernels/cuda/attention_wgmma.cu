@@ -5,8 +5,10 @@ namespace gs::cuda::attn {
 
 void launch_wgmma_kernel(TileKernel k, const TileArgs& a, const TileGrid& g, cudaStream_t stream) {
   switch (k) {
-    case TileKernel::Hd256Wgmma: return launch_wgmma_config<WgConfig<256>>(a, g, stream);
-    case TileKernel::Hd512Wgmma: return launch_wgmma_config<WgConfig<512>>(a, g, stream);
+    case TileKernel::Hd256Wgmma: return launch_wgmma_config<WgConfig<256, true>>(a, g, stream);
+    case TileKernel::Hd512Wgmma: return launch_wgmma_config<WgConfig<512, true>>(a, g, stream);
+    case TileKernel::Hd256WgmmaSerial: return launch_wgmma_config<WgConfig<256, false>>(a, g, stream);
+    case TileKernel::Hd512WgmmaSerial: return launch_wgmma_config<WgConfig<512, false>>(a, g, stream);
     default: fail("attention: tile kernel " + std::to_string(int(k)) + " is not a wgmma kernel");
   }
 }

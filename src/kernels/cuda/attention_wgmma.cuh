@@ -45,9 +45,10 @@
 
 namespace gs::cuda::attn {
 
-template <int HD>
+template <int HD, bool PIPELINED>
 struct WgConfig {
   static constexpr int kHeadDim = HD;
+  static constexpr bool kPipelined = PIPELINED;  // P·V of tile j-1 overlaps the softmax of tile j
   static constexpr bool kSplitD = HD == 512;          // warpgroups split the head dim (see above)
   static constexpr int kBlockM = kSplitD ? 64 : 128;  // packed query rows per CTA
   static constexpr int kBlockN = 64;                  // keys per tile
@@ -85,12 +86,19 @@ __device__ __forceinline__ uint64_t desc_sw128(uint32_t saddr, uint32_t lbo, uin
 
 __device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wait_all() { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+// Waits until at most N committed wgmma groups of this warpgroup are still running.
+template <int N>
+__device__ __forceinline__ void wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
 // Pins accumulator registers after a wait: the compiler must not read them before the wait.
 template <int N>
 __device__ __forceinline__ void pin(float (&d)[N]) {
 #pragma unroll
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+template <int N>
+__device__ __forceinline__ void pin_u32(uint32_t (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
 }
 // Orders this thread's generic-proxy view of shared memory (cp.async and st.shared results)
 // before its later async-proxy reads (wgmma operands).
@@ -263,31 +271,33 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_wgmma_kernel(const T
   for (int i = 0; i < 128; ++i) o[i] = 0.f;
   float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
 
-  for (int it = 0; it < n_tiles; ++it) {
-    const int s = it % ST, parity = (it / ST) & 1, k0 = (t_begin + it) * BN;
-
-    // S = Q·Kᵀ over this warpgroup's contraction columns.
-    float sc[32];
-#pragma unroll
-    for (int i = 0; i < 32; ++i) sc[i] = 0.f;
-    wg::mbar_wait(full_k(s), parity);
-    wg::fence_proxy_async();
-    wg::fence();
+  // S = Q·Kᵀ of stage s over this warpgroup's contraction columns: issued, not waited for. The
+  // first k-step overwrites sc (scale-d = 0), so sc needs no zeroing.
+  auto issue_s = [&](float (&sc)[32], int s) {
 #pragma unroll
     for (int kk = 0; kk < 16; ++kk) {
       const int d = dim0 + kk * 16;
       const uint32_t qa = sQ + (d >> 6) * (BM * 128) + wg_row0 * 128 + (d & 63) * 2;
       const uint32_t kb = sK + s * C::kTileBytes + (d >> 6) * (BN * 128) + (d & 63) * 2;
-      wg::wgmma_m64n64k16_ss(sc, wg::desc_sw128(qa, 16, 1024), wg::desc_sw128(kb, 16, 1024));
+      wg::wgmma_m64n64k16_ss(sc, wg::desc_sw128(qa, 16, 1024), wg::desc_sw128(kb, 16, 1024), kk > 0);
     }
     wg::commit();
-    wg::wait_all();
-    wg::pin(sc);
-    if (lane == 0) wg::mbar_arrive(empty_k(s));
-
+  };
+  // O += P·V[:, this warpgroup's columns] of stage s; P is the register A operand: the S
+  // accumulator of n8 tiles 2kk and 2kk+1 is the m16k16 A fragment of keys [16kk, 16kk + 16).
+  auto issue_pv = [&](const uint32_t (&p)[16], int s) {
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      const uint32_t pa[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
+      const uint32_t vb = sV + s * C::kTileBytes + (dim0 >> 6) * (BN * 128) + kk * 16 * 128;
+      wg::wgmma_m64n256k16_rs_tb(o, pa, wg::desc_sw128(vb, BN * 128, 1024));
+    }
+    wg::commit();
+  };
+  // Split d: sum the two half contractions. Same (row, key) per register index and thread in
+  // both warpgroups, so the exchange is in register order and conflict-free.
+  auto exchange = [&](float (&sc)[32]) {
     if constexpr (SPLIT) {
-      // Sum the two half contractions: same (row, key) per register index and thread in both
-      // warpgroups, so the exchange is register-order, conflict-free.
 #pragma unroll
       for (int i = 0; i < 32; ++i) sX[(wgi * 32 + i) * 128 + tq] = sc[i];
       wg::consumer_bar_sync();
@@ -295,9 +305,12 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_wgmma_kernel(const T
       for (int i = 0; i < 32; ++i) sc[i] += sX[((1 - wgi) * 32 + i) * 128 + tq];
       wg::consumer_bar_sync();  // both have read before the next tile overwrites
     }
-
-    // Scale (log2 domain), mask on boundary tiles, online softmax.
-    const bool all_visible = k0 + BN <= kv_len && k0 + BN - 1 <= wpmin && (a.window == 0 || wpmax - k0 < a.window);
+  };
+  // Scale (log2 domain), mask on boundary tiles, online softmax: P of the tile into p, the
+  // factor the running O must be rescaled by into alpha.
+  auto softmax = [&](float (&sc)[32], int k0, uint32_t (&p)[16], float (&alpha)[2]) {
+    const bool all_visible =
+        k0 + BN <= kv_len && k0 + BN - 1 <= wpmin && (a.window == 0 || wpmax - k0 < a.window);
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
@@ -318,13 +331,10 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_wgmma_kernel(const T
       mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
       const float m_new = fmaxf(m_run[h], mx[h]);
       base_m[h] = m_new == -INFINITY ? 0.f : m_new;  // nothing visible yet: stay at zero
-      const float alpha = exp2f(m_run[h] - base_m[h]);
+      alpha[h] = exp2f(m_run[h] - base_m[h]);
       m_run[h] = m_new;
-      l_run[h] *= alpha;
-#pragma unroll
-      for (int j = 0; j < 32; ++j) o[4 * j + 2 * h] *= alpha, o[4 * j + 2 * h + 1] *= alpha;
+      l_run[h] *= alpha[h];
     }
-    uint32_t p[16];
 #pragma unroll
     for (int i = 0; i < 32; i += 2) {
       const int h = (i >> 1) & 1;
@@ -332,22 +342,95 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_wgmma_kernel(const T
       l_run[h] += e0 + e1;
       p[i >> 1] = pack_bf16x2(e0, e1);
     }
-
-    // O += P·V[:, this warpgroup's columns]; P is the register A operand: the S accumulator of
-    // n8 tiles 2kk and 2kk+1 is the m16k16 A fragment of keys [16kk, 16kk + 16).
-    wg::mbar_wait(full_v(s), parity);
-    wg::fence_proxy_async();
-    wg::fence();
+  };
+  auto rescale_o = [&](const float (&alpha)[2]) {
 #pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      const uint32_t pa[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
-      const uint32_t vb = sV + s * C::kTileBytes + (dim0 >> 6) * (BN * 128) + kk * 16 * 128;
-      wg::wgmma_m64n256k16_rs_tb(o, pa, wg::desc_sw128(vb, BN * 128, 1024));
+    for (int j = 0; j < 32; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[4 * j + e] *= alpha[e >> 1];
+  };
+
+  if constexpr (!C::kPipelined) {
+    // One product at a time per warpgroup; the two warpgroups overlap each other (hd256 only:
+    // hd512's exchange keeps them in step).
+    for (int it = 0; it < n_tiles; ++it) {
+      const int s = it % ST, parity = (it / ST) & 1, k0 = (t_begin + it) * BN;
+      float sc[32];
+      wg::mbar_wait(full_k(s), parity);
+      wg::fence_proxy_async();
+      wg::fence();
+      issue_s(sc, s);
+      wg::wait<0>();
+      wg::pin(sc);
+      if (lane == 0) wg::mbar_arrive(empty_k(s));
+      exchange(sc);
+      uint32_t p[16];
+      float alpha[2];
+      softmax(sc, k0, p, alpha);
+      rescale_o(alpha);
+      wg::mbar_wait(full_v(s), parity);
+      wg::fence_proxy_async();
+      wg::fence();
+      issue_pv(p, s);
+      wg::wait<0>();
+      wg::pin(o);
+      if (lane == 0) wg::mbar_arrive(empty_v(s));
     }
-    wg::commit();
-    wg::wait_all();
-    wg::pin(o);
-    if (lane == 0) wg::mbar_arrive(empty_v(s));
+  } else {
+    // Software pipeline inside the warpgroup (FlashAttention-3's intra-warpgroup overlap): the
+    // P·V of tile it-1 runs on the tensor cores while this warpgroup computes the softmax of
+    // tile it. O may only be rescaled once that P·V has completed, so the rescale factor of
+    // tile it is applied after the wait, before P·V of tile it is issued.
+    // The first tile is peeled so that no wgmma is issued under a condition inside the loop
+    // (ptxas then serialises every wgmma of the kernel).
+    if (n_tiles > 0) {
+      uint32_t p[16];
+      {
+        float sc[32];
+        wg::mbar_wait(full_k(0), 0);
+        wg::fence_proxy_async();
+        wg::fence();
+        issue_s(sc, 0);
+        wg::wait<0>();
+        wg::pin(sc);
+        if (lane == 0) wg::mbar_arrive(empty_k(0));
+        exchange(sc);
+        float alpha[2];
+        softmax(sc, t_begin * BN, p, alpha);  // O is still zero: no rescale
+      }
+      for (int it = 1; it < n_tiles; ++it) {
+        const int s = it % ST, parity = (it / ST) & 1, k0 = (t_begin + it) * BN;
+        const int sp = (it - 1) % ST, pparity = ((it - 1) / ST) & 1;  // stage of tile it-1
+        float sc[32];
+        wg::mbar_wait(full_k(s), parity);
+        wg::mbar_wait(full_v(sp), pparity);
+        wg::fence_proxy_async();
+        wg::fence();
+        issue_s(sc, s);
+        issue_pv(p, sp);
+        wg::wait<1>();  // groups complete in order: S of tile it is done, P·V may still run
+        wg::pin(sc);
+        if (lane == 0) wg::mbar_arrive(empty_k(s));
+        exchange(sc);
+        uint32_t pn[16];
+        float alpha[2];
+        softmax(sc, k0, pn, alpha);
+        wg::wait<0>();
+        wg::pin(o);
+        wg::pin_u32(p);  // the P·V that just completed read p: keep it untouched until here
+        if (lane == 0) wg::mbar_arrive(empty_v(sp));
+        rescale_o(alpha);
+#pragma unroll
+        for (int i = 0; i < 16; ++i) p[i] = pn[i];
+      }
+      const int sl = (n_tiles - 1) % ST, lparity = ((n_tiles - 1) / ST) & 1;
+      wg::mbar_wait(full_v(sl), lparity);
+      wg::fence_proxy_async();
+      wg::fence();
+      issue_pv(p, sl);
+      wg::wait<0>();
+      wg::pin(o);
+    }
   }
 
   // ---- epilogue: normalise and store this warpgroup's rows and columns ----
