@@ -33,6 +33,8 @@ struct TileArgs {
   int num_splits = 1;
   float* part_o = nullptr;           // [splits, T, Nq, d] unnormalised O (num_splits > 1)
   float* part_ml = nullptr;          // [splits, T, Nq, 2] running max (log2 domain) and sum
+  int pool_pages = 0;                // pages in the cache layer (bounds of the wgmma kernels' TMA maps)
+  int tma_box_rows = 0;              // wgmma TMA variants: keys per TMA box (set by their launcher)
 };
 
 // The tile kernels the dispatcher chooses from (each a TileConfig instantiation, see
@@ -52,8 +54,10 @@ enum class TileKernel : int {
   Hd512Wgmma,       // 64 rows, the warpgroups split the head dim, pipelined likewise
   Hd256WgmmaSerial, // as Hd256Wgmma, one product at a time per warpgroup
   Hd512WgmmaSerial, // as Hd512Wgmma, one product at a time per warpgroup
+  Hd256WgmmaTma,    // as Hd256Wgmma, whole valid key tiles loaded by TMA (boundary tiles: cp.async)
+  Hd512WgmmaTma,    // as Hd512Wgmma, likewise
 };
-constexpr int kNumTileKernels = 12;
+constexpr int kNumTileKernels = 14;
 constexpr bool is_wgmma_kernel(TileKernel k) { return int(k) >= int(TileKernel::Hd256Wgmma); }
 
 struct TileKernelInfo {

@@ -32,6 +32,7 @@
 // The vision-block overlay is not implemented here: the dispatcher keeps such batches on the
 // mma.sync kernels (plan_attention rejects a forced wgmma kernel with the overlay on).
 #pragma once
+#include <cuda.h>  // CUtensorMap (a type only: nothing of the driver library is linked)
 #include <cuda_bf16.h>
 
 #include <atomic>
@@ -45,9 +46,13 @@
 
 namespace gs::cuda::attn {
 
-template <int HD, bool PIPELINED>
+template <int HD, bool PIPELINED, bool TMA = false>
 struct WgConfig {
   static constexpr int kHeadDim = HD;
+  // Key tiles whose keys are all below kv_len and on live pages are loaded with TMA boxes of
+  // a.tma_box_rows keys x 64 columns (one per page piece and slab, issued by one thread); the
+  // others (the last tile, tiles reaching freed pages) keep the cp.async zero-fill gather.
+  static constexpr bool kTma = TMA;
   static constexpr bool kPipelined = PIPELINED;  // P·V of tile j-1 overlaps the softmax of tile j
   static constexpr bool kSplitD = HD == 512;          // warpgroups split the head dim (see above)
   static constexpr int kBlockM = kSplitD ? 64 : 128;  // packed query rows per CTA
@@ -129,6 +134,17 @@ template <int N>
 __device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N)); }
 template <int N>
 __device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N)); }
+// Arrives and adds `bytes` to the transactions the current phase waits for (TMA completions).
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// One TMA box of a rank-3 tensor map into shared memory, completing on `bar`.
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
 __device__ __forceinline__ void consumer_bar_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 
 #endif
@@ -136,7 +152,9 @@ __device__ __forceinline__ void consumer_bar_sync() { asm volatile("bar.sync 1, 
 }  // namespace wg
 
 template <class C>
-__global__ void __launch_bounds__(C::kThreads, 1) attention_wgmma_kernel(const TileArgs a) {
+__global__ void __launch_bounds__(C::kThreads, 1)
+    attention_wgmma_kernel(const TileArgs a, const __grid_constant__ CUtensorMap tma_k,
+                           const __grid_constant__ CUtensorMap tma_v) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int HD = C::kHeadDim, BM = C::kBlockM, BN = C::kBlockN, ST = C::kStages;
   constexpr bool SPLIT = C::kSplitD;
@@ -231,9 +249,32 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_wgmma_kernel(const T
           if (page >= 0) off[h] = int64_t(page) * a.page_stride + int64_t(slot) * a.token_stride + int64_t(kvh) * HD;
         }
       }
+      // Every key of the tile below kv_len and on a live page: the whole tile can come by TMA.
+      const bool tma_tile = C::kTma && a.tma_box_rows > 0 && __all_sync(0xffffffffu, off[0] >= 0 && off[1] >= 0);
 #pragma unroll
       for (int kv = 0; kv < 2; ++kv) {
         if (use > 0) wg::mbar_wait(kv == 0 ? empty_k(s) : empty_v(s), (use - 1) & 1);
+        const uint32_t full = kv == 0 ? full_k(s) : full_v(s);
+        if (tma_tile) {
+          if (pt == 0) {
+            // Expect the bytes before issuing the copies; the phase also waits for the other
+            // 127 producer threads' plain arrivals.
+            wg::mbar_arrive_expect_tx(full, C::kTileBytes);
+            const CUtensorMap* map = kv == 0 ? &tma_k : &tma_v;
+            const uint32_t tile_base = (kv == 0 ? sK : sV) + s * C::kTileBytes;
+            for (int g = 0; g < BN; g += a.tma_box_rows) {
+              const int key = k0 + g;
+              const int lp = a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size;
+              const int token = page_table[lp] * a.page_size + (key - lp * a.page_size);
+#pragma unroll
+              for (int slab = 0; slab < HD / 64; ++slab)
+                wg::tma_load_3d(tile_base + slab * (BN * 128) + g * 128, map, slab * 64, kvh, token, full);
+            }
+          } else {
+            wg::mbar_arrive(full);
+          }
+          continue;
+        }
         const bf16* src_base = (kv == 0 ? a.k : a.v) + c * 8;
         const uint32_t dst_base = (kv == 0 ? sK : sV) + s * C::kTileBytes + chunk_off;
 #pragma unroll
@@ -468,8 +509,28 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_wgmma_kernel(const T
 #endif
 }
 
+// Tensor map of one K or V cache layer as [tokens][kv_heads][d] (innermost last), boxes of
+// `box_rows` keys x 1 head x 64 columns, 128-byte swizzle: one box lands as box_rows 128-byte
+// lines of a slab, in the same swizzled layout the cp.async path writes. Defined in attention_wgmma.cu.
+void encode_kv_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, int head_dim, int kv_heads, int64_t tokens,
+                          int box_rows);
+
 template <class C>
-void launch_wgmma_config(const TileArgs& a, const TileGrid& g, cudaStream_t stream) {
+void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t stream) {
+  TileArgs a = a_in;
+  CUtensorMap map_k{}, map_v{};
+  a.tma_box_rows = 0;
+  if constexpr (C::kTma) {
+    // Boxes must not straddle a page (pages are not contiguous in the pool) and must tile 64 keys.
+    const int box = a.page_size % 16 == 0 ? 16 : a.page_size % 8 == 0 ? 8 : 0;
+    if (box > 0) {
+      const int kv_heads = a.token_stride / C::kHeadDim;
+      const int64_t tokens = int64_t(a.pool_pages) * a.page_size;
+      encode_kv_tensor_map(&map_k, a.k, C::kHeadDim, kv_heads, tokens, box);
+      encode_kv_tensor_map(&map_v, a.v, C::kHeadDim, kv_heads, tokens, box);
+      a.tma_box_rows = box;
+    }
+  }
   static std::atomic<uint64_t> done_devices{0};
   int dev = 0;
   GS_CUDA_CHECK(cudaGetDevice(&dev));
@@ -480,7 +541,7 @@ void launch_wgmma_config(const TileArgs& a, const TileGrid& g, cudaStream_t stre
     done_devices.fetch_or(bit, std::memory_order_acq_rel);
   }
   const dim3 grid(g.q_tiles, g.kv_heads * a.num_splits, g.num_seqs);
-  attention_wgmma_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(a);
+  attention_wgmma_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(a, map_k, map_v);
   GS_CUDA_LAUNCHED("attention_wgmma_kernel");
 }
 
