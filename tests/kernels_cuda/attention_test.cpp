@@ -6,6 +6,8 @@
 
 #include <random>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "attention_harness.h"
 #include "core/error.h"
@@ -149,6 +151,8 @@ TEST_F(Attention, ExplicitPositionsAndScale) {
 TEST_F(Attention, EveryTileKernelOnEveryShape) {
   for (int k = 0; k < cuda::attn::kNumTileKernels; ++k) {
     const auto info = cuda::attn::tile_kernel_info(cuda::attn::TileKernel(k));
+    const bool wgmma = cuda::attn::is_wgmma_kernel(cuda::attn::TileKernel(k));
+    if (wgmma && !cuda::attn::wgmma_supported()) continue;  // sm_90a only
     const int hd = info.head_dim;
     SeqCase img(10, 60);
     img.mm_block.assign(60, -1);
@@ -163,12 +167,77 @@ TEST_F(Attention, EveryTileKernelOnEveryShape) {
     cases[1].free_below_window = true;
     cases[4].mm_bidirectional = true;
     for (size_t i = 0; i < cases.size(); ++i) {
+      if (wgmma && cases[i].mm_bidirectional) continue;  // no overlay: WgmmaRejectsVisionOverlay
       cases[i].force_kernel = k;
       expect_exact(cases[i], std::string(info.name) + ", case " + std::to_string(i));
       cases[i].use_workspace = false;
       expect_exact(cases[i], std::string(info.name) + ", case " + std::to_string(i) + " unsplit");
     }
   }
+}
+
+// The Hopper wgmma kernels on every shape class they accept, forced (whatever the dispatcher
+// would pick): ragged batches, row counts not a multiple of the 128/64-row tile, page sizes that
+// split key tiles, windows below and above the sequence, chunks over a cached prefix, freed
+// sliding pages, GQA groups 1..8, explicit positions and scale, few-row (decode/verify) batches,
+// split and unsplit.
+TEST_F(Attention, WgmmaKernelsOnEveryShapeTheyAccept) {
+  if (!cuda::attn::wgmma_supported()) GTEST_SKIP() << "needs an sm_90 GPU";
+  using cuda::attn::TileKernel;
+  for (TileKernel kernel :
+       {TileKernel::Hd256Wgmma, TileKernel::Hd512Wgmma, TileKernel::Hd256WgmmaSerial, TileKernel::Hd512WgmmaSerial,
+        TileKernel::Hd256WgmmaTma, TileKernel::Hd512WgmmaTma}) {
+    const int k = int(kernel), hd = cuda::attn::tile_kernel_info(kernel).head_dim;
+    const std::string name = std::string(cuda::attn::tile_kernel_info(kernel).name) + ": ";
+    std::vector<std::pair<AttnCase, std::string>> cases;
+    for (int group : {1, 2, 3, 4, 8}) {
+      const int nkv = group == 1 ? 2 : 1;
+      cases.push_back({make(hd, group * nkv, nkv, 0, 16, {{0, 77}}), "causal group " + std::to_string(group)});
+      cases.push_back({make(hd, group * nkv, nkv, 0, 16, {{0, 300}}), "causal 300 rows group " + std::to_string(group)});
+    }
+    for (int ps : {16, 32, 48, 8, 24})
+      cases.push_back({make(hd, 8, 2, 0, ps, {{0, 1}, {0, 130}, {0, 33}, {0, 64}, {0, 65}, {0, 129}}),
+                       "ragged, page size " + std::to_string(ps)});
+    cases.push_back({make(hd, 8, 2, 0, 16, {{150, 70}, {31, 200}, {1000, 17}}), "chunks over a prefix"});
+    cases.push_back({make(hd, 4, 2, 0, 32, ragged(6, 600, 150)), "random chunks"});
+    cases.push_back({make(hd, 4, 2, 64, 16, {{0, 300}}), "window 64 < 300 rows"});
+    cases.push_back({make(hd, 8, 1, 1024, 16, {{100, 50}}), "window 1024 > 150 keys"});
+    cases.push_back({make(hd, 2, 2, 100, 32, {{0, 250}, {300, 37}}), "window 100"});
+    cases.push_back({make(hd, 16, 8, 37, 16, ragged(5, 700, 90)), "window 37, ragged chunks"});
+    for (int ps : {16, 32}) {
+      AttnCase c = make(hd, 4, 2, 128, ps, {{500, 40}, {700, 1}, {129, 5}, {64, 64}, {0, 400}});
+      c.free_below_window = true;
+      cases.push_back({c, "freed sliding pages, page size " + std::to_string(ps)});
+    }
+    AttnCase decode = make(hd, 16, 8, 96, 16, ragged(20, 1500, 1));
+    decode.free_below_window = true;
+    cases.push_back({decode, "decode with freed pages"});
+    cases.push_back({make(hd, 8, 1, 0, 16, ragged(9, 1500, 1)), "decode group 8"});
+    cases.push_back({make(hd, 8, 2, 0, 16, ragged(6, 900, 5)), "verify 5"});
+    SeqCase s(60, 4);
+    s.positions = {63, 10, 63, 41};
+    AttnCase pos = make(hd, 4, 1, 0, 16, {s});
+    pos.scale = 0.0625f, pos.q_amp = 2.f;
+    cases.push_back({pos, "explicit positions"});
+    pos.window = 20;
+    cases.push_back({pos, "explicit positions, window 20"});
+    for (auto& [c, what] : cases) {
+      c.force_kernel = k;
+      expect_exact(c, name + what);
+      c.use_workspace = false;
+      expect_exact(c, name + what + ", unsplit");
+    }
+  }
+}
+
+TEST_F(Attention, WgmmaRejectsVisionOverlay) {
+  if (!cuda::attn::wgmma_supported()) GTEST_SKIP() << "needs an sm_90 GPU";
+  SeqCase img(10, 60);
+  img.mm_block.assign(60, 0);
+  AttnCase c = make(256, 2, 1, 0, 16, {img});
+  c.mm_bidirectional = true;
+  c.force_kernel = int(cuda::attn::TileKernel::Hd256Wgmma);
+  EXPECT_THROW(run_attention_case(c, rng_), Error);
 }
 
 // Argument checks run before anything touches the GPU, so they also run where there is none.

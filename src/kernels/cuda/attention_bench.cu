@@ -111,6 +111,7 @@ std::vector<AttentionBenchResult> run_shape(const BenchShape& s, int reps, bool 
   static attn::TileKernel kernels[attn::kNumTileKernels];
   for (int k = 0; k < attn::kNumTileKernels; ++k) {
     kernels[k] = attn::TileKernel(k);
+    if (attn::is_wgmma_kernel(kernels[k]) && !attn::wgmma_supported()) continue;  // sm_90a only
     if (all_kernels && attn::tile_kernel_info(kernels[k]).head_dim == s.head_dim) choices.push_back(&kernels[k]);
   }
   // Rewritten before every timed call so no K/V stays in L2 (60 MB on an H200) from the last one:

@@ -3,7 +3,8 @@
 // followed by the combine kernel when the keys were split.
 //
 // One kernel family serves every shape; the plan picks its tile and its split:
-// - prefill / extend (many rows per sequence): wide tiles of 64 packed rows;
+// - prefill / extend (many rows per sequence): wide tiles of 64 packed rows (on Hopper, head dim
+//   256 without the vision overlay: the wgmma kernel's 128-row tiles, attention_wgmma.cuh);
 // - decode and small verify steps (q_len·group <= 16): narrow tiles of 16 rows, so a decode row
 //   block is one m16 tensor-core tile holding all query heads of a KV head;
 // - the key range is split (flash-decoding) when that shortens the launch: the number of splits
@@ -24,8 +25,10 @@ namespace {
 using attn::TileKernel;
 
 constexpr int kMaxSplits = 32;
-// At most this many CTAs in a split launch. A CTA covers at most 64 packed rows, so the partials
-// of a split launch never exceed kSplitCtaBudget · 64 rows (what attention_workspace_bytes sizes).
+// At most this many CTAs in a split launch. An mma.sync CTA covers at most 64 packed rows, so
+// their partials never exceed kSplitCtaBudget · 64 rows (what attention_workspace_bytes sizes);
+// the 128-row wgmma hd256 CTAs can need more, which the workspace check in plan_attention turns
+// into fewer splits.
 constexpr int kSplitCtaBudget = 512;
 constexpr int kMinTilesPerSplit = 2;
 
@@ -126,6 +129,12 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
     case TileKernel::Hd512NarrowDeep: return {"hd512 narrow 1x4 warps, 3 stages", 512, 16, 32};
     case TileKernel::Hd256WideQuad: return {"hd256 wide 4x4 warps", 256, 64, 64};
     case TileKernel::Hd512WideQuad: return {"hd512 wide 4x4 warps", 512, 64, 32};
+    case TileKernel::Hd256Wgmma: return {"hd256 wgmma pipelined (sm_90a)", 256, 128, 64};
+    case TileKernel::Hd512Wgmma: return {"hd512 wgmma split d, pipelined (sm_90a)", 512, 64, 64};
+    case TileKernel::Hd256WgmmaSerial: return {"hd256 wgmma serial (sm_90a)", 256, 128, 64};
+    case TileKernel::Hd512WgmmaSerial: return {"hd512 wgmma split d, serial (sm_90a)", 512, 64, 64};
+    case TileKernel::Hd256WgmmaTma: return {"hd256 wgmma pipelined, TMA (sm_90a)", 256, 128, 64};
+    case TileKernel::Hd512WgmmaTma: return {"hd512 wgmma split d, pipelined, TMA (sm_90a)", 512, 64, 64};
   }
   throw Error("attention: unknown tile kernel {}", int(k));
 }
@@ -134,8 +143,20 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
 // bench_attention(all_kernels) on an H200 (docs/perf/attention.md): for prefill, warps to hide
 // latency mattered more than shared-memory traffic (hd256: 4x4 warps 1.99 ms, 4x2 2.06, solo
 // 4x1 2.62; hd512: 4x2 15.4 ms, 4x4 16.2); for decode a third K/V stage bought nothing.
-static TileKernel choose_kernel(int head_dim, int64_t rows) {
+//
+// On Hopper (sm_90a build, sm_90 device), batches with more than 16 packed rows and no vision
+// overlay go to the wgmma kernels (H200, 2026-11-24): hd256 to the cp.async-fed one (prefill 8k
+// W1024: 0.90 ms against 1.99 ms for 4x4 warps; its TMA variant measured 0.93), hd512 to the TMA
+// one when pages hold a multiple of 8 keys (prefill 8k causal: 11.2 ms against 15.4 ms for 4x2
+// warps; verify b64 q4: 0.84 against 1.02 ms; fed by cp.async it took 18.7 ms, so other page
+// sizes stay on mma.sync). The vision-block overlay is not implemented in the wgmma kernels: such
+// batches keep the mma.sync kernels, as do decode batches (<= 16 rows).
+static TileKernel choose_kernel(int head_dim, int64_t rows, bool vision_overlay, int page_size) {
   const bool narrow = rows <= 16;
+  if (!narrow && !vision_overlay && attn::wgmma_supported()) {
+    if (head_dim == 256) return TileKernel::Hd256Wgmma;
+    if (page_size % 8 == 0) return TileKernel::Hd512WgmmaTma;
+  }
   if (head_dim == 256) return narrow ? TileKernel::Hd256Narrow : TileKernel::Hd256WideQuad;
   return narrow ? TileKernel::Hd512Narrow : TileKernel::Hd512Wide;
 }
@@ -161,9 +182,13 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
 
   const int hd = p.head_dim, nkv = p.num_kv_heads, grp = p.num_q_heads / p.num_kv_heads;
   const int64_t rows = int64_t(batch.max_q_len) * grp;
-  plan.kernel = force ? *force : choose_kernel(hd, rows);
+  plan.kernel = force ? *force : choose_kernel(hd, rows, p.mm_bidirectional, pool.page_size);
   const TileKernelInfo info = tile_kernel_info(plan.kernel);
   GS_CHECK(info.head_dim == hd, "paged_attention: kernel '{}' cannot serve head dim {}", info.name, hd);
+  if (is_wgmma_kernel(plan.kernel)) {
+    GS_CHECK(!p.mm_bidirectional, "paged_attention: kernel '{}' has no vision-block overlay", info.name);
+    GS_CHECK(wgmma_supported(), "paged_attention: kernel '{}' needs an sm_90 GPU", info.name);
+  }
   plan.head_dim = hd;
   plan.empty = false;
 
@@ -188,6 +213,7 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
   a.window = p.sliding_window;
   a.scale_log2 = p.scale * 1.4426950408889634f;
   a.num_tokens = batch.num_tokens;
+  a.pool_pages = pool.num_pages;
 
   plan.grid.q_tiles = int((rows + info.rows - 1) / info.rows);
   plan.grid.kv_heads = nkv;
@@ -196,7 +222,9 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
   int splits = 1;
   if (workspace != nullptr) {
     const int64_t ctas = int64_t(plan.grid.q_tiles) * nkv * batch.num_seqs;
-    const int per_sm = hd == 256 ? tile_kernel_occupancy_hd256(plan.kernel) : tile_kernel_occupancy_hd512(plan.kernel);
+    const int per_sm = is_wgmma_kernel(plan.kernel) ? 1  // 193-225 KB of shared memory per CTA
+                       : hd == 256                  ? tile_kernel_occupancy_hd256(plan.kernel)
+                                                    : tile_kernel_occupancy_hd512(plan.kernel);
     const int64_t key_tiles = (batch.max_kv_len + info.keys - 1) / info.keys;
     const int64_t max_splits = std::min<int64_t>({kMaxSplits, key_tiles / kMinTilesPerSplit, kSplitCtaBudget / ctas});
     splits = choose_splits(ctas, int64_t(sm_count()) * per_sm, max_splits);
@@ -212,7 +240,8 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
 
 void launch_plan(const AttentionPlan& plan, cudaStream_t stream) {
   if (plan.empty) return;
-  if (plan.head_dim == 256) launch_tile_kernel_hd256(plan.kernel, plan.args, plan.grid, stream);
+  if (is_wgmma_kernel(plan.kernel)) launch_wgmma_kernel(plan.kernel, plan.args, plan.grid, stream);
+  else if (plan.head_dim == 256) launch_tile_kernel_hd256(plan.kernel, plan.args, plan.grid, stream);
   else launch_tile_kernel_hd512(plan.kernel, plan.args, plan.grid, stream);
   if (plan.args.num_splits > 1) launch_combine(plan.head_dim, plan.args, stream);
 }

@@ -33,6 +33,8 @@ struct TileArgs {
   int num_splits = 1;
   float* part_o = nullptr;           // [splits, T, Nq, d] unnormalised O (num_splits > 1)
   float* part_ml = nullptr;          // [splits, T, Nq, 2] running max (log2 domain) and sum
+  int pool_pages = 0;                // pages in the cache layer (bounds of the wgmma kernels' TMA maps)
+  int tma_box_rows = 0;              // wgmma TMA variants: keys per TMA box (set by their launcher)
 };
 
 // The tile kernels the dispatcher chooses from (each a TileConfig instantiation, see
@@ -46,8 +48,17 @@ enum class TileKernel : int {
   Hd512NarrowDeep,  // 16 rows, 1x4 warps, 32 keys per tile, 3 stages (more K/V in flight)
   Hd256WideQuad,    // 64 rows, 4x4 warps (16 warps hide more latency), 64 keys per tile
   Hd512WideQuad,    // 64 rows, 4x4 warps, 32 keys per tile
+  // Hopper (sm_90a) only, no vision overlay (attention_wgmma.cuh): wgmma, producer warp + two
+  // consumer warpgroups, 64 keys per tile.
+  Hd256Wgmma,       // 128 rows (64 per warpgroup), P·V of tile j-1 overlapping softmax of tile j
+  Hd512Wgmma,       // 64 rows, the warpgroups split the head dim, pipelined likewise
+  Hd256WgmmaSerial, // as Hd256Wgmma, one product at a time per warpgroup
+  Hd512WgmmaSerial, // as Hd512Wgmma, one product at a time per warpgroup
+  Hd256WgmmaTma,    // as Hd256Wgmma, whole valid key tiles loaded by TMA (boundary tiles: cp.async)
+  Hd512WgmmaTma,    // as Hd512Wgmma, likewise
 };
-constexpr int kNumTileKernels = 8;
+constexpr int kNumTileKernels = 14;
+constexpr bool is_wgmma_kernel(TileKernel k) { return int(k) >= int(TileKernel::Hd256Wgmma); }
 
 struct TileKernelInfo {
   const char* name;
@@ -70,6 +81,10 @@ void launch_tile_kernel_hd512(TileKernel k, const TileArgs& a, const TileGrid& g
 // CTAs of the kernel that fit on one SM (for sizing the split-KV grid).
 int tile_kernel_occupancy_hd256(TileKernel k);
 int tile_kernel_occupancy_hd512(TileKernel k);
+
+// Defined in attention_wgmma.cu. wgmma_supported(): the current device runs the sm_90a kernels.
+void launch_wgmma_kernel(TileKernel k, const TileArgs& a, const TileGrid& g, cudaStream_t stream);
+bool wgmma_supported();
 
 // Merges the split partials into out (attention_combine.cu).
 void launch_combine(int head_dim, const TileArgs& a, cudaStream_t stream);

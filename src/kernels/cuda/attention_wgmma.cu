@@ -1,0 +1,55 @@
+// Hopper wgmma attention kernels (attention_wgmma.cuh) for both head dims.
+#include "kernels/cuda/attention_wgmma.cuh"
+
+#include <cudaTypedefs.h>
+
+#include <string>
+
+namespace gs::cuda::attn {
+
+void launch_wgmma_kernel(TileKernel k, const TileArgs& a, const TileGrid& g, cudaStream_t stream) {
+  switch (k) {
+    case TileKernel::Hd256Wgmma: return launch_wgmma_config<WgConfig<256, true>>(a, g, stream);
+    case TileKernel::Hd512Wgmma: return launch_wgmma_config<WgConfig<512, true>>(a, g, stream);
+    case TileKernel::Hd256WgmmaSerial: return launch_wgmma_config<WgConfig<256, false>>(a, g, stream);
+    case TileKernel::Hd512WgmmaSerial: return launch_wgmma_config<WgConfig<512, false>>(a, g, stream);
+    case TileKernel::Hd256WgmmaTma: return launch_wgmma_config<WgConfig<256, true, true>>(a, g, stream);
+    case TileKernel::Hd512WgmmaTma: return launch_wgmma_config<WgConfig<512, true, true>>(a, g, stream);
+    default: fail("attention: tile kernel " + std::to_string(int(k)) + " is not a wgmma kernel");
+  }
+}
+
+void encode_kv_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, int head_dim, int kv_heads, int64_t tokens,
+                          int box_rows) {
+  // The driver entry point through the runtime, so nothing links against libcuda.
+  static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    GS_CUDA_CHECK(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &fn, 12000, cudaEnableDefault, &found));
+    if (found != cudaDriverEntryPointSuccess || fn == nullptr) fail("attention: cuTensorMapEncodeTiled not found");
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
+  }();
+  const cuuint64_t dims[3] = {cuuint64_t(head_dim), cuuint64_t(kv_heads), cuuint64_t(tokens)};
+  const cuuint64_t strides[2] = {cuuint64_t(head_dim) * 2, cuuint64_t(kv_heads) * head_dim * 2};  // bytes, dims 1..2
+  const cuuint32_t box[3] = {64, 1, cuuint32_t(box_rows)};
+  const cuuint32_t elem_strides[3] = {1, 1, 1};
+  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<__nv_bfloat16*>(base), dims, strides,
+                            box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) fail("attention: cuTensorMapEncodeTiled failed with CUresult " + std::to_string(int(r)));
+}
+
+bool wgmma_supported() {
+  // The kernels exist as sm_90a SASS only; on any other device the build's compute_80 PTX
+  // holds an empty body.
+  static const bool ok = [] {
+    int dev = 0, major = 0, minor = 0;
+    GS_CUDA_CHECK(cudaGetDevice(&dev));
+    GS_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+    GS_CUDA_CHECK(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev));
+    return major == 9 && minor == 0;
+  }();
+  return ok;
+}
+
+}  // namespace gs::cuda::attn

@@ -1,0 +1,548 @@
+// Hopper (sm_90a) paged attention for prefill-like batches: FlashAttention-3 structure on the
+// warpgroup tensor-core instructions.
+//
+// CTA: 3 warpgroups. Warps 0-7 are two consumer warpgroups that issue wgmma; warps 8-11 are the
+// producer (registers handed to the consumers with setmaxnreg), which gathers K and V tiles through the page table into shared memory with cp.async (16-byte
+// copies, zero fill for keys past kv_len and on freed pages, so those are never read) and signals
+// each landed tile on an mbarrier (cp.async.mbarrier.arrive). Consumers release a stage on an
+// "empty" mbarrier as soon as the wgmma that read it has completed, so the producer refills it
+// while they run softmax and the other product. cp.async (rather than TMA) because a page gather
+// of 16-token pages with per-key validity is what cp.async's zero fill does for free; the layout
+// it writes is exactly the one TMA's 128-byte swizzle would.
+//
+// Shared-memory layout of every operand tile (Q, K, V): 128-byte-swizzled "slabs" of 64 head-dim
+// columns: slab s holds columns [64s, 64s + 64) of every row, one 128-byte line per row, and the
+// 16-byte chunk c of row r sits at chunk position c ^ (r & 7). Slabs start 1024-byte aligned. This
+// is the canonical K-major SW128 layout for Q (A of S = Q·Kᵀ) and K (B of S), and the same bytes
+// are the canonical MN-major SW128 layout for V as B of O = P·V (N = head dim is the contiguous
+// direction), so K and V are stored alike and only their descriptors differ.
+//
+// Rows: query heads sharing a KV head are packed into rows (row pr = token i·group + head g), as
+// in the mma.sync kernels, so K/V are read once per group.
+//
+// Head dim 256: each consumer warpgroup owns 64 rows (128 per CTA); S is 64 x 64 f32 (32 registers
+// per thread), O is 64 x 256 f32 (128 registers).
+// Head dim 512: a 64 x 512 f32 O (256 registers per thread) does not fit one warpgroup. Both
+// warpgroups take the same 64 rows; warpgroup w owns output columns [256w, 256w + 256) and
+// computes the half contraction S_w = Q[:, half w]·K[:, half w]ᵀ. The halves are summed through
+// shared memory (each adds the other's half to its own; float addition commutes, so both get
+// bit-identical S and hence identical softmax and P), then each does P·V[:, half w]. No product
+// is computed twice.
+//
+// The vision-block overlay is not implemented here: the dispatcher keeps such batches on the
+// mma.sync kernels (plan_attention rejects a forced wgmma kernel with the overlay on).
+#pragma once
+#include <cuda.h>  // CUtensorMap (a type only: nothing of the driver library is linked)
+#include <cuda_bf16.h>
+
+#include <atomic>
+#include <climits>
+#include <cstdint>
+
+#include "kernels/cuda/attention_mma.cuh"
+#include "kernels/cuda/attention_params.cuh"
+#include "kernels/cuda/attention_wgmma_ops.cuh"
+#include "kernels/cuda/cuda_check.h"
+
+namespace gs::cuda::attn {
+
+template <int HD, bool PIPELINED, bool TMA = false>
+struct WgConfig {
+  static constexpr int kHeadDim = HD;
+  // Key tiles whose keys are all below kv_len and on live pages are loaded with TMA boxes of
+  // a.tma_box_rows keys x 64 columns (one per page piece and slab, issued by one thread); the
+  // others (the last tile, tiles reaching freed pages) keep the cp.async zero-fill gather.
+  static constexpr bool kTma = TMA;
+  static constexpr bool kPipelined = PIPELINED;  // P·V of tile j-1 overlaps the softmax of tile j
+  static constexpr bool kSplitD = HD == 512;          // warpgroups split the head dim (see above)
+  static constexpr int kBlockM = kSplitD ? 64 : 128;  // packed query rows per CTA
+  static constexpr int kBlockN = 64;                  // keys per tile
+  // K and V stages. hd512: Q 64 KB + K 64 KB + V 64 KB + S exchange 32 KB = 224 KB, one stage
+  // each; K of tile j+1 still loads during softmax and P·V of tile j, V of j+1 during S of j+1.
+  static constexpr int kStages = kSplitD ? 1 : 2;
+  static constexpr int kDimsPerWg = kSplitD ? HD / 2 : HD;  // S contraction and O columns per warpgroup
+  static constexpr int kConsumerThreads = 256;
+  static constexpr int kThreads = kConsumerThreads + 128;   // + the producer warpgroup
+  static constexpr int kChunks = HD / 8;                    // 16-byte chunks per row
+  static constexpr uint32_t kQBytes = kBlockM * HD * 2;
+  static constexpr uint32_t kTileBytes = kBlockN * HD * 2;  // one K (or V) stage
+  static constexpr uint32_t kXBytes = kSplitD ? 2 * 64 * kBlockN * 4 : 0;
+  static constexpr uint32_t kOffK = kQBytes;
+  static constexpr uint32_t kOffV = kOffK + kStages * kTileBytes;
+  static constexpr uint32_t kOffX = kOffV + kStages * kTileBytes;
+  static constexpr uint32_t kOffBar = kOffX + kXBytes;      // 4 barriers per stage
+  static constexpr uint32_t kOffRows = kOffBar + 4 * kStages * 8;
+  static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kOffRows + kBlockM * 4;
+  static_assert(kDimsPerWg == 256, "one m64n256 accumulator per consumer warpgroup");
+  static_assert(kSmemBytes <= 232448, "over the 227 KB a CTA may use");
+};
+
+namespace wg {
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+
+// Shared-memory matrix descriptor, 128-byte swizzle. K-major operands: SBO = 1024 bytes between
+// 8-row groups, LBO unused (the k16 step lies inside one 128-byte line). MN-major (V): LBO = bytes
+// between 64-column slabs, SBO = 1024 bytes between 8-key groups.
+__device__ __forceinline__ uint64_t desc_sw128(uint32_t saddr, uint32_t lbo, uint32_t sbo) {
+  return uint64_t((saddr >> 4) & 0x3FFF) | (uint64_t((lbo >> 4) & 0x3FFF) << 16) |
+         (uint64_t((sbo >> 4) & 0x3FFF) << 32) | (uint64_t(1) << 62);
+}
+
+__device__ __forceinline__ void fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+// Waits until at most N committed wgmma groups of this warpgroup are still running.
+template <int N>
+__device__ __forceinline__ void wait() { asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory"); }
+// Pins accumulator registers after a wait: the compiler must not read them before the wait.
+template <int N>
+__device__ __forceinline__ void pin(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+template <int N>
+__device__ __forceinline__ void pin_u32(uint32_t (&r)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+r"(r[i])::"memory");
+}
+// Orders this thread's generic-proxy view of shared memory (cp.async and st.shared results)
+// before its later async-proxy reads (wgmma operands).
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+__device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_wait(uint32_t bar, int parity) {
+  asm volatile(
+      "{\n.reg .pred done;\n"
+      "WAIT:\n"
+      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT;\n}\n" ::"r"(bar),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+// Arrives on `bar` once every cp.async this thread issued so far has landed (no pending-count
+// increment: the barrier's expected count includes this arrival).
+__device__ __forceinline__ void mbar_arrive_cp_async(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
+// Moves this warpgroup's register budget (all four warps execute it): producer down, consumers up.
+template <int N>
+__device__ __forceinline__ void setmaxnreg_dec() { asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N)); }
+template <int N>
+__device__ __forceinline__ void setmaxnreg_inc() { asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N)); }
+// Arrives and adds `bytes` to the transactions the current phase waits for (TMA completions).
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+// One TMA box of a rank-3 tensor map into shared memory, completing on `bar`.
+__device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2, uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4}], [%5];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
+      : "memory");
+}
+__device__ __forceinline__ void consumer_bar_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
+
+#endif
+
+}  // namespace wg
+
+template <class C>
+__global__ void __launch_bounds__(C::kThreads, 1)
+    attention_wgmma_kernel(const TileArgs a, const __grid_constant__ CUtensorMap tma_k,
+                           const __grid_constant__ CUtensorMap tma_v) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  constexpr int HD = C::kHeadDim, BM = C::kBlockM, BN = C::kBlockN, ST = C::kStages;
+  constexpr bool SPLIT = C::kSplitD;
+  using bf16 = __nv_bfloat16;
+
+  extern __shared__ __align__(1024) uint8_t smem_raw[];
+  // Swizzled slabs need 1024-byte alignment of their shared-memory address.
+  const uint32_t raw_addr = smem_addr(smem_raw);
+  const uint32_t base = (raw_addr + 1023u) & ~1023u;
+  uint8_t* smem = smem_raw + (base - raw_addr);
+  const uint32_t sQ = base, sK = base + C::kOffK, sV = base + C::kOffV;
+  float* sX = reinterpret_cast<float*>(smem + C::kOffX);
+  const uint32_t bars = base + C::kOffBar;
+  auto full_k = [&](int s) { return bars + 8u * s; };
+  auto full_v = [&](int s) { return bars + 8u * (ST + s); };
+  auto empty_k = [&](int s) { return bars + 8u * (2 * ST + s); };
+  auto empty_v = [&](int s) { return bars + 8u * (3 * ST + s); };
+  int* sRowPos = reinterpret_cast<int*>(smem + C::kOffRows);
+
+  const int seq = blockIdx.z;
+  const int kvh = blockIdx.y / a.num_splits;
+  const int split = blockIdx.y % a.num_splits;
+  const int q_tile = gridDim.x - 1 - blockIdx.x;  // last tiles (most keys under causal) start first
+  const int q0 = a.q_start[seq];
+  const int q_len = a.q_start[seq + 1] - q0;
+  const int rows = q_len * a.group;
+  const int row0 = q_tile * BM;
+  if (row0 >= rows) return;
+  const int kv_len = a.kv_len[seq];
+  const int* page_table = a.page_table + int64_t(seq) * a.max_pages;
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+
+  // ---- set-up, all threads: barriers, row positions, the Q tile (zero rows past the end) ----
+  if (tid == 0) {
+    for (int s = 0; s < ST; ++s) {
+      wg::mbar_init(full_k(s), 128), wg::mbar_init(full_v(s), 128);  // every producer thread
+      wg::mbar_init(empty_k(s), 8), wg::mbar_init(empty_v(s), 8);    // one arrival per consumer warp
+    }
+  }
+  for (int r = tid; r < BM; r += C::kThreads) sRowPos[r] = row0 + r < rows ? a.positions[q0 + (row0 + r) / a.group] : -1;
+  for (int i = tid; i < BM * C::kChunks; i += C::kThreads) {
+    const int r = i / C::kChunks, c = i % C::kChunks, pr = row0 + r;
+    const bool ok = pr < rows;
+    const bf16* src = a.q;
+    if (ok) {
+      const int t = q0 + pr / a.group, head = kvh * a.group + pr % a.group;
+      src = a.q + (int64_t(t) * a.num_q_heads + head) * HD + c * 8;
+    }
+    const uint32_t dst = sQ + (c >> 3) * (BM * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
+  }
+  cp_async_commit();
+  cp_async_wait<0>();
+  wg::fence_proxy_async();
+  __syncthreads();
+
+  // Key tiles to visit (identical for every warp: the barriers count tiles).
+  int pmin = INT_MAX, pmax = -1;
+  for (int r = 0; r < BM; ++r) {
+    const int p = sRowPos[r];
+    if (p >= 0) pmin = min(pmin, p), pmax = max(pmax, p);
+  }
+  int lo = 0, hi = min(kv_len, pmax + 1);
+  if (a.window > 0) lo = max(0, pmin - a.window + 1);
+  hi = max(hi, lo);
+  const int tiles_lo = lo / BN, tiles_hi = (hi + BN - 1) / BN;
+  const int per_split = (tiles_hi - tiles_lo + a.num_splits - 1) / a.num_splits;
+  const int t_begin = tiles_lo + split * per_split;
+  const int n_tiles = max(0, min(tiles_hi, t_begin + per_split) - t_begin);
+
+  if (warp >= 8) {
+    // ---- producer warpgroup: K then V of each tile, as soon as the consumers free the stage ----
+    // It needs few registers; give the rest to the consumers (whose O alone is 128 per thread).
+    wg::setmaxnreg_dec<40>();
+    // Thread pt copies 16-byte chunk column c of rows rr, rr + kRowsPerPass, ...: a warp always
+    // works on one key row (512 contiguous bytes per warp-instruction). Lane l of every warp looks
+    // up keys l and l + 32 of the tile (-1: zero fill) and the warp shares them by shuffles.
+    constexpr int kRowsPerPass = 128 / C::kChunks;
+    const int pt = tid - C::kConsumerThreads, c = pt % C::kChunks, rr = pt / C::kChunks;
+    const uint32_t chunk_off = (c >> 3) * (BN * 128);
+    for (int j = 0; j < n_tiles; ++j) {
+      const int s = j % ST, use = j / ST, k0 = (t_begin + j) * BN;
+      int64_t off[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int key = k0 + lane + 32 * h;
+        off[h] = -1;
+        if (key < kv_len) {
+          const int lp = a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size;
+          const int slot = key - lp * a.page_size;
+          const int page = page_table[lp];
+          if (page >= 0) off[h] = int64_t(page) * a.page_stride + int64_t(slot) * a.token_stride + int64_t(kvh) * HD;
+        }
+      }
+      // Every key of the tile below kv_len and on a live page: the whole tile can come by TMA.
+      const bool tma_tile = C::kTma && a.tma_box_rows > 0 && __all_sync(0xffffffffu, off[0] >= 0 && off[1] >= 0);
+#pragma unroll
+      for (int kv = 0; kv < 2; ++kv) {
+        if (use > 0) wg::mbar_wait(kv == 0 ? empty_k(s) : empty_v(s), (use - 1) & 1);
+        const uint32_t full = kv == 0 ? full_k(s) : full_v(s);
+        if (tma_tile) {
+          if (pt == 0) {
+            // Expect the bytes before issuing the copies; the phase also waits for the other
+            // 127 producer threads' plain arrivals.
+            wg::mbar_arrive_expect_tx(full, C::kTileBytes);
+            const CUtensorMap* map = kv == 0 ? &tma_k : &tma_v;
+            const uint32_t tile_base = (kv == 0 ? sK : sV) + s * C::kTileBytes;
+            for (int g = 0; g < BN; g += a.tma_box_rows) {
+              const int key = k0 + g;
+              const int lp = a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size;
+              const int token = page_table[lp] * a.page_size + (key - lp * a.page_size);
+#pragma unroll
+              for (int slab = 0; slab < HD / 64; ++slab)
+                wg::tma_load_3d(tile_base + slab * (BN * 128) + g * 128, map, slab * 64, kvh, token, full);
+            }
+          } else {
+            wg::mbar_arrive(full);
+          }
+          continue;
+        }
+        const bf16* src_base = (kv == 0 ? a.k : a.v) + c * 8;
+        const uint32_t dst_base = (kv == 0 ? sK : sV) + s * C::kTileBytes + chunk_off;
+#pragma unroll
+        for (int pass = 0; pass < BN / kRowsPerPass; ++pass) {
+          const int r = pass * kRowsPerPass + rr;
+          const int64_t o = __shfl_sync(0xffffffffu, r < 32 ? off[0] : off[1], r & 31);
+          const uint32_t dst = dst_base + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+          const bf16* src = o >= 0 ? src_base + o : src_base;
+          asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(o >= 0 ? 16 : 0));
+        }
+        wg::mbar_arrive_cp_async(kv == 0 ? full_k(s) : full_v(s));
+      }
+    }
+    cp_async_wait<0>();
+    return;
+  }
+  wg::setmaxnreg_inc<232>();
+
+  // ---- consumer warpgroups ----
+  const int wgi = warp >> 2;                       // 0 or 1
+  const int w4 = warp & 3;                         // warp within the warpgroup: rows 16·w4 ..
+  const int wg_row0 = SPLIT ? 0 : wgi * 64;        // first CTA row of this warpgroup
+  const int dim0 = SPLIT ? wgi * 256 : 0;          // first head-dim column of this warpgroup
+  const int tq = tid & 127;                        // thread within the warpgroup
+  const int r_lo = wg_row0 + w4 * 16 + (lane >> 2);
+  const int qpos[2] = {sRowPos[r_lo], sRowPos[r_lo + 8]};
+  int wpmin = INT_MAX, wpmax = -1;                 // this warpgroup's rows, for skipping the mask
+  for (int r = wg_row0; r < wg_row0 + 64; ++r) {
+    const int p = sRowPos[r];
+    if (p >= 0) wpmin = min(wpmin, p), wpmax = max(wpmax, p);
+  }
+
+  float o[128];
+#pragma unroll
+  for (int i = 0; i < 128; ++i) o[i] = 0.f;
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+
+  // S = Q·Kᵀ of stage s over this warpgroup's contraction columns: issued, not waited for. The
+  // first k-step overwrites sc (scale-d = 0), so sc needs no zeroing.
+  auto issue_s = [&](float (&sc)[32], int s) {
+#pragma unroll
+    for (int kk = 0; kk < 16; ++kk) {
+      const int d = dim0 + kk * 16;
+      const uint32_t qa = sQ + (d >> 6) * (BM * 128) + wg_row0 * 128 + (d & 63) * 2;
+      const uint32_t kb = sK + s * C::kTileBytes + (d >> 6) * (BN * 128) + (d & 63) * 2;
+      wg::wgmma_m64n64k16_ss(sc, wg::desc_sw128(qa, 16, 1024), wg::desc_sw128(kb, 16, 1024), kk > 0);
+    }
+    wg::commit();
+  };
+  // O += P·V[:, this warpgroup's columns] of stage s; P is the register A operand: the S
+  // accumulator of n8 tiles 2kk and 2kk+1 is the m16k16 A fragment of keys [16kk, 16kk + 16).
+  auto issue_pv = [&](const uint32_t (&p)[16], int s) {
+#pragma unroll
+    for (int kk = 0; kk < BN / 16; ++kk) {
+      const uint32_t pa[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
+      const uint32_t vb = sV + s * C::kTileBytes + (dim0 >> 6) * (BN * 128) + kk * 16 * 128;
+      wg::wgmma_m64n256k16_rs_tb(o, pa, wg::desc_sw128(vb, BN * 128, 1024));
+    }
+    wg::commit();
+  };
+  // Split d: sum the two half contractions. Same (row, key) per register index and thread in
+  // both warpgroups, so the exchange is in register order and conflict-free.
+  auto exchange = [&](float (&sc)[32]) {
+    if constexpr (SPLIT) {
+#pragma unroll
+      for (int i = 0; i < 32; ++i) sX[(wgi * 32 + i) * 128 + tq] = sc[i];
+      wg::consumer_bar_sync();
+#pragma unroll
+      for (int i = 0; i < 32; ++i) sc[i] += sX[((1 - wgi) * 32 + i) * 128 + tq];
+      wg::consumer_bar_sync();  // both have read before the next tile overwrites
+    }
+  };
+  // Scale (log2 domain), mask on boundary tiles, online softmax: P of the tile into p, the
+  // factor the running O must be rescaled by into alpha.
+  auto softmax = [&](float (&sc)[32], int k0, uint32_t (&p)[16], float (&alpha)[2]) {
+    const bool all_visible =
+        k0 + BN <= kv_len && k0 + BN - 1 <= wpmin && (a.window == 0 || wpmax - k0 < a.window);
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      const int h = (i >> 1) & 1;
+      float x = sc[i] * a.scale_log2;
+      if (!all_visible) {
+        const int key = k0 + (i >> 2) * 8 + (lane & 3) * 2 + (i & 1);
+        const bool ok = key < kv_len && key <= qpos[h] && (a.window == 0 || qpos[h] - key < a.window);
+        if (!ok) x = -INFINITY;
+      }
+      sc[i] = x;
+      mx[h] = fmaxf(mx[h], x);
+    }
+    float base_m[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
+      mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+      const float m_new = fmaxf(m_run[h], mx[h]);
+      base_m[h] = m_new == -INFINITY ? 0.f : m_new;  // nothing visible yet: stay at zero
+      alpha[h] = exp2f(m_run[h] - base_m[h]);
+      m_run[h] = m_new;
+      l_run[h] *= alpha[h];
+    }
+#pragma unroll
+    for (int i = 0; i < 32; i += 2) {
+      const int h = (i >> 1) & 1;
+      const float e0 = exp2f(sc[i] - base_m[h]), e1 = exp2f(sc[i + 1] - base_m[h]);
+      l_run[h] += e0 + e1;
+      p[i >> 1] = pack_bf16x2(e0, e1);
+    }
+  };
+  auto rescale_o = [&](const float (&alpha)[2]) {
+#pragma unroll
+    for (int j = 0; j < 32; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) o[4 * j + e] *= alpha[e >> 1];
+  };
+
+  if constexpr (!C::kPipelined) {
+    // One product at a time per warpgroup; the two warpgroups overlap each other (hd256 only:
+    // hd512's exchange keeps them in step).
+    for (int it = 0; it < n_tiles; ++it) {
+      const int s = it % ST, parity = (it / ST) & 1, k0 = (t_begin + it) * BN;
+      float sc[32];
+      wg::mbar_wait(full_k(s), parity);
+      wg::fence_proxy_async();
+      wg::fence();
+      issue_s(sc, s);
+      wg::wait<0>();
+      wg::pin(sc);
+      if (lane == 0) wg::mbar_arrive(empty_k(s));
+      exchange(sc);
+      uint32_t p[16];
+      float alpha[2];
+      softmax(sc, k0, p, alpha);
+      rescale_o(alpha);
+      wg::mbar_wait(full_v(s), parity);
+      wg::fence_proxy_async();
+      wg::fence();
+      issue_pv(p, s);
+      wg::wait<0>();
+      wg::pin(o);
+      if (lane == 0) wg::mbar_arrive(empty_v(s));
+    }
+  } else {
+    // Software pipeline inside the warpgroup (FlashAttention-3's intra-warpgroup overlap): the
+    // P·V of tile it-1 runs on the tensor cores while this warpgroup computes the softmax of
+    // tile it. O may only be rescaled once that P·V has completed, so the rescale factor of
+    // tile it is applied after the wait, before P·V of tile it is issued.
+    // The first tile is peeled so that no wgmma is issued under a condition inside the loop
+    // (ptxas then serialises every wgmma of the kernel).
+    if (n_tiles > 0) {
+      uint32_t p[16];
+      {
+        float sc[32];
+        wg::mbar_wait(full_k(0), 0);
+        wg::fence_proxy_async();
+        wg::fence();
+        issue_s(sc, 0);
+        wg::wait<0>();
+        wg::pin(sc);
+        if (lane == 0) wg::mbar_arrive(empty_k(0));
+        exchange(sc);
+        float alpha[2];
+        softmax(sc, t_begin * BN, p, alpha);  // O is still zero: no rescale
+      }
+      for (int it = 1; it < n_tiles; ++it) {
+        const int s = it % ST, parity = (it / ST) & 1, k0 = (t_begin + it) * BN;
+        const int sp = (it - 1) % ST, pparity = ((it - 1) / ST) & 1;  // stage of tile it-1
+        float sc[32];
+        wg::mbar_wait(full_k(s), parity);
+        wg::mbar_wait(full_v(sp), pparity);
+        wg::fence_proxy_async();
+        wg::fence();
+        issue_s(sc, s);
+        issue_pv(p, sp);
+        wg::wait<1>();  // groups complete in order: S of tile it is done, P·V may still run
+        wg::pin(sc);
+        if (lane == 0) wg::mbar_arrive(empty_k(s));
+        exchange(sc);
+        uint32_t pn[16];
+        float alpha[2];
+        softmax(sc, k0, pn, alpha);
+        wg::wait<0>();
+        wg::pin(o);
+        wg::pin_u32(p);  // the P·V that just completed read p: keep it untouched until here
+        if (lane == 0) wg::mbar_arrive(empty_v(sp));
+        rescale_o(alpha);
+#pragma unroll
+        for (int i = 0; i < 16; ++i) p[i] = pn[i];
+      }
+      const int sl = (n_tiles - 1) % ST, lparity = ((n_tiles - 1) / ST) & 1;
+      wg::mbar_wait(full_v(sl), lparity);
+      wg::fence_proxy_async();
+      wg::fence();
+      issue_pv(p, sl);
+      wg::wait<0>();
+      wg::pin(o);
+    }
+  }
+
+  // ---- epilogue: normalise and store this warpgroup's rows and columns ----
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 1);
+    l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 2);
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int pr = row0 + r_lo + 8 * h;
+    if (pr >= rows) continue;
+    const int t = q0 + pr / a.group, head = kvh * a.group + pr % a.group;
+    const int col = dim0 + (lane & 3) * 2;
+    const float l = l_run[h];
+    if (a.num_splits == 1) {
+      const float inv = l > 0.f ? 1.f / l : 0.f;
+      bf16* dst = a.out + (int64_t(t) * a.num_q_heads + head) * HD + col;
+#pragma unroll
+      for (int j = 0; j < 32; ++j)
+        *reinterpret_cast<uint32_t*>(dst + j * 8) = pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+    } else {
+      const int64_t prow = (int64_t(split) * a.num_tokens + t) * a.num_q_heads + head;
+      float* dst = a.part_o + prow * HD + col;
+#pragma unroll
+      for (int j = 0; j < 32; ++j)
+        *reinterpret_cast<float2*>(dst + j * 8) = make_float2(o[4 * j + 2 * h], o[4 * j + 2 * h + 1]);
+      // Split d: both warpgroups hold the same rows and statistics, one writes them.
+      if ((!SPLIT || wgi == 0) && (lane & 3) == 0) a.part_ml[2 * prow] = m_run[h], a.part_ml[2 * prow + 1] = l;
+    }
+  }
+#else
+  // Built for another architecture: the dispatcher never launches this kernel there.
+  __trap();
+#endif
+}
+
+// Tensor map of one K or V cache layer as [tokens][kv_heads][d] (innermost last), boxes of
+// `box_rows` keys x 1 head x 64 columns, 128-byte swizzle: one box lands as box_rows 128-byte
+// lines of a slab, in the same swizzled layout the cp.async path writes. Defined in attention_wgmma.cu.
+void encode_kv_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, int head_dim, int kv_heads, int64_t tokens,
+                          int box_rows);
+
+template <class C>
+void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t stream) {
+  TileArgs a = a_in;
+  CUtensorMap map_k{}, map_v{};
+  a.tma_box_rows = 0;
+  if constexpr (C::kTma) {
+    // Boxes must not straddle a page (pages are not contiguous in the pool) and must tile 64 keys.
+    const int box = a.page_size % 16 == 0 ? 16 : a.page_size % 8 == 0 ? 8 : 0;
+    if (box > 0) {
+      const int kv_heads = a.token_stride / C::kHeadDim;
+      const int64_t tokens = int64_t(a.pool_pages) * a.page_size;
+      encode_kv_tensor_map(&map_k, a.k, C::kHeadDim, kv_heads, tokens, box);
+      encode_kv_tensor_map(&map_v, a.v, C::kHeadDim, kv_heads, tokens, box);
+      a.tma_box_rows = box;
+    }
+  }
+  static std::atomic<uint64_t> done_devices{0};
+  int dev = 0;
+  GS_CUDA_CHECK(cudaGetDevice(&dev));
+  const uint64_t bit = uint64_t(1) << (dev & 63);
+  if (!(done_devices.load(std::memory_order_acquire) & bit)) {
+    GS_CUDA_CHECK(cudaFuncSetAttribute(attention_wgmma_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       int(C::kSmemBytes)));
+    done_devices.fetch_or(bit, std::memory_order_acq_rel);
+  }
+  const dim3 grid(g.q_tiles, g.kv_heads * a.num_splits, g.num_seqs);
+  attention_wgmma_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(a, map_k, map_v);
+  GS_CUDA_LAUNCHED("attention_wgmma_kernel");
+}
+
+}  // namespace gs::cuda::attn
