@@ -168,6 +168,12 @@ class Backend {
   virtual void replay(int graph) {}              // enqueues the recorded ops on the backend's stream
   virtual void release_graph(int graph) {}
 
+  // ---- launch hints -------------------------------------------------------------------------
+  // The number of token rows of the step whose ops come next (run eagerly or captured into a
+  // graph). Only a hint: results never depend on it. The cuda backend uses it to launch one-row
+  // steps with programmatic dependent launch (launch_util.h), which pays off only there.
+  virtual void set_step_rows(int rows) { (void)rows; }
+
   // ---- overlapped steps ---------------------------------------------------------------------
   // The engine enqueues step N+1 before it reads step N's results (runner/model_runner.h). For
   // that a step's results come back without waiting for the whole stream, and step N+1's input

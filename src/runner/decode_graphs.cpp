@@ -162,6 +162,7 @@ ForwardOutput DecodeGraphs::forward(const std::vector<SeqStep>& steps, const std
   const Tensor rows_t = inputs_.slice(l.logit_rows, rows);
 
   const auto key = std::make_pair(rows, context);
+  be_.set_step_rows(rows);  // before the eager run and the capture: launches are recorded with it
   if (auto it = graphs_.find(key); it != graphs_.end()) {
     be_.replay(it->second.handle);
     return it->second.out;

@@ -106,6 +106,7 @@ void ModelRunner::launch(const std::vector<RunnerSeq>& seqs) {
     Tensor rows_t = logit_rows_.slice(0, int64_t(rows.size()));
     if (!rows.empty()) be_.copy_from_host(rows_t, rows.data());
     st.batch = build_attention_batch(be_, steps, page_size_);
+    be_.set_step_rows(int(ids.size()));
     st.fwd = model_.forward(ids_t, st.batch, cache_, rows_t);
     counters_.eager_steps++;
   }

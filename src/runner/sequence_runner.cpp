@@ -84,6 +84,7 @@ std::vector<float> SequenceRunner::step(const std::vector<int>& tokens) {
   Tensor logit_rows = be.empty(DType::I32, Shape{n});
   be.copy_from_host(logit_rows, rows.data());
 
+  be.set_step_rows(n);
   ForwardOutput out = model_.forward(ids, batch, cache_, logit_rows);
   std::vector<float> logits(size_t(out.logits.numel()));
   be.copy_to_host(out.logits, logits.data());

@@ -20,6 +20,7 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/host_staging.h"
+#include "kernels/cuda/launch_util.h"
 #include "kernels/cuda/moe.h"
 #include "kernels/cuda/norms.h"
 #include "kernels/cuda/qkv_prepare.h"
@@ -289,6 +290,7 @@ class CudaBackend final : public Backend {
 
   // ---- graphs -----------------------------------------------------------------------------------
   bool supports_graphs() const override { return true; }
+  void set_step_rows(int rows) override { cuda::pdl_step_rows = rows; }
 
   void begin_capture() override {
     GS_CHECK(!capturing(), "begin_capture: a capture is already in progress");

@@ -94,20 +94,26 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 }
 #endif
 
-// Whether launch_pdl() sets the PDL attribute: off unless GS_PDL=1; read once per process. Off by
-// default because it was measured to help only at batch 1 (H200, docs/perf/decode.md: E2B
-// 3.03 -> 2.84 ms/step with the GEMV) and to cost 2-7% at batch 8 and 64, where every GEMM is
-// cuBLASLt and no kernel has weights to prefetch before its wait. Needs sm_90.
+// Rows of the step being enqueued, from Backend::set_step_rows() (0: unknown). One thread drives a
+// backend's stream, so the hint is per thread.
+inline thread_local int pdl_step_rows = 0;
+
+// Whether launch_pdl() sets the PDL attribute. By default only for one-row steps: measured on the
+// H200 (docs/perf/decode.md) it helps at batch 1, where the GEMV loads weights before its wait
+// (E2B 3.03 -> 2.84 ms/step), and costs 2-7% at batch 8 and 64, where the GEMMs are cuBLASLt and
+// no kernel has anything to do before its wait. GS_PDL=1 / GS_PDL=0 force it on / off for every
+// step (A/B runs). Needs sm_90.
 inline bool pdl_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("GS_PDL");
-    if (!e || e[0] != '1') return false;
+  static const int mode = [] {  // 1 on, 0 off, -1 by step rows
     int dev = 0, major = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) return false;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess) return false;
-    return major >= 9;
+    if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess || major < 9) return 0;
+    const char* e = std::getenv("GS_PDL");
+    if (e && e[0] == '1') return 1;
+    if (e && e[0] == '0') return 0;
+    return -1;
   }();
-  return on;
+  return mode == 1 || (mode == -1 && pdl_step_rows == 1);
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...) with the programmatic-stream-serialization
