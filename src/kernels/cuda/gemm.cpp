@@ -1,20 +1,42 @@
 #include "kernels/cuda/gemm.h"
 
+#include <cstdlib>
+
 #include "core/error.h"
 #include "kernels/cuda/cuda_check.h"
 
 namespace gs::cuda {
 
-struct LtGemm::Plan {
+namespace {
+// Column-major descriptors of out[m,n] = x[m,k]·w[n,k]ᵀ (see gemm.h); destroyed with their owner.
+struct Descriptors {
   cublasLtMatmulDesc_t desc = nullptr;
   cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
-  cublasLtMatmulAlgo_t algo{};
-  ~Plan() {
+  Descriptors(int64_t m, int64_t n, int64_t k, DType out_dtype) {
+    cudaDataType_t ct = out_dtype == DType::F32 ? CUDA_R_32F : CUDA_R_16BF;
+    GS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    GS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    GS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    GS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&a, CUDA_R_16BF, uint64_t(k), uint64_t(n), k));
+    GS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&b, CUDA_R_16BF, uint64_t(k), uint64_t(m), k));
+    GS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&c, ct, uint64_t(n), uint64_t(m), n));
+  }
+  ~Descriptors() {
     if (desc) cublasLtMatmulDescDestroy(desc);
     if (a) cublasLtMatrixLayoutDestroy(a);
     if (b) cublasLtMatrixLayoutDestroy(b);
     if (c) cublasLtMatrixLayoutDestroy(c);
   }
+  Descriptors(const Descriptors&) = delete;
+  Descriptors& operator=(const Descriptors&) = delete;
+};
+}  // namespace
+
+struct LtGemm::Plan {
+  Descriptors d;
+  cublasLtMatmulAlgo_t algo{};
+  Plan(int64_t m, int64_t n, int64_t k, DType out_dtype) : d(m, n, k, out_dtype) {}
 };
 
 // Largest power of two (up to 256) dividing the address: cuBLASLt picks kernels by alignment.
@@ -35,24 +57,24 @@ LtGemm::~LtGemm() {
   if (handle_) cublasLtDestroy(handle_);
 }
 
-LtGemm::Plan& LtGemm::plan_for(int64_t m, int64_t n, int64_t k, DType out_dtype, const void* x, const void* w,
-                               const void* out) {
-  int ax = alignment_of(x), aw = alignment_of(w), ao = alignment_of(out);
-  Key key{m, n, k, int(out_dtype), ax, aw, ao};
-  auto it = plans_.find(key);
-  if (it != plans_.end()) return *it->second;
+// Rows up to 64 (decode and small batches: few distinct values, each worth its own tuning) keep
+// their exact count; above, the next power of two. GS_GEMM_EXACT_PLANS=1 asks the heuristic for
+// every row count (A/B runs).
+static int64_t row_bucket(int64_t m) {
+  static const bool exact = [] {
+    const char* e = std::getenv("GS_GEMM_EXACT_PLANS");
+    return e && e[0] == '1';
+  }();
+  if (exact || m <= 64) return m;
+  int64_t b = 128;
+  while (b < m) b *= 2;
+  return b;
+}
 
-  auto plan = std::make_unique<Plan>();
-  cudaDataType_t ct = out_dtype == DType::F32 ? CUDA_R_32F : CUDA_R_16BF;
-  GS_CUBLAS_CHECK(cublasLtMatmulDescCreate(&plan->desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-  cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-  GS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-  GS_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(plan->desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-  // Column-major views (see gemm.h): A = w (K×N, ld K), B = x (K×M, ld K), C = out (N×M, ld N).
-  GS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->a, CUDA_R_16BF, uint64_t(k), uint64_t(n), k));
-  GS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->b, CUDA_R_16BF, uint64_t(k), uint64_t(m), k));
-  GS_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&plan->c, ct, uint64_t(n), uint64_t(m), n));
 
+bool LtGemm::heuristic(const Key& key, cublasLtMatmulAlgo_t& algo) {
+  const auto [m, n, k, dt, ax, aw, ao] = key;
+  Descriptors d(m, n, k, DType(dt));
   cublasLtMatmulPreference_t pref = nullptr;
   GS_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&pref));
   uint64_t ws = workspace_bytes_;
@@ -64,13 +86,46 @@ LtGemm::Plan& LtGemm::plan_for(int64_t m, int64_t n, int64_t k, DType out_dtype,
   cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, &c_al, sizeof(c_al));
   cublasLtMatmulHeuristicResult_t result{};
   int count = 0;
-  cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(handle_, plan->desc, plan->a, plan->b, plan->c, plan->c, pref,
-                                                     1, &result, &count);
+  cublasStatus_t st =
+      cublasLtMatmulAlgoGetHeuristic(handle_, d.desc, d.a, d.b, d.c, d.c, pref, 1, &result, &count);
   cublasLtMatmulPreferenceDestroy(pref);
-  if (st != CUBLAS_STATUS_SUCCESS || count == 0)
-    throw Error("matmul: cuBLASLt has no algorithm for [{}, {}] · [{}, {}]ᵀ -> {} (alignments x {}, w {}, out {}): {}",
-                m, k, n, k, dtype_name(out_dtype), ax, aw, ao, cublasLtGetStatusString(st));
-  plan->algo = result.algo;
+  if (st != CUBLAS_STATUS_SUCCESS || count == 0) return false;
+  algo = result.algo;
+  return true;
+}
+
+LtGemm::Plan& LtGemm::plan_for(int64_t m, int64_t n, int64_t k, DType out_dtype, const void* x, const void* w,
+                               const void* out) {
+  const int ax = alignment_of(x), aw = alignment_of(w), ao = alignment_of(out);
+  const Key key{m, n, k, int(out_dtype), ax, aw, ao};
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return *it->second;
+
+  auto plan = std::make_unique<Plan>(m, n, k, out_dtype);
+  // The bucket's algorithm, asked once at the bucket's top row count (so the choice does not depend
+  // on which length came first); used for this exact shape when cuBLASLt confirms it fits.
+  bool have = false;
+  const int64_t bucket = row_bucket(m);
+  if (bucket != m) {
+    const Key bkey{bucket, n, k, int(out_dtype), ax, aw, ao};
+    auto b = bucket_algos_.find(bkey);
+    if (b == bucket_algos_.end()) {
+      cublasLtMatmulAlgo_t algo{};
+      if (heuristic(bkey, algo)) b = bucket_algos_.emplace(bkey, algo).first;
+    }
+    if (b != bucket_algos_.end()) {
+      cublasLtMatmulHeuristicResult_t check{};
+      if (cublasLtMatmulAlgoCheck(handle_, plan->d.desc, plan->d.a, plan->d.b, plan->d.c, plan->d.c, &b->second, &check) ==
+              CUBLAS_STATUS_SUCCESS &&
+          check.state == CUBLAS_STATUS_SUCCESS && check.workspaceSize <= workspace_bytes_) {
+        plan->algo = b->second;
+        have = true;
+      }
+    }
+  }
+  if (!have && !heuristic(key, plan->algo))
+    throw Error("matmul: cuBLASLt has no algorithm for [{}, {}] · [{}, {}]ᵀ -> {} (alignments x {}, w {}, out {})", m,
+                k, n, k, dtype_name(out_dtype), ax, aw, ao);
   return *plans_.emplace(key, std::move(plan)).first->second;
 }
 
@@ -78,7 +133,7 @@ void LtGemm::matmul_raw(const void* x, const void* w, void* out, DType out_dtype
   if (m == 0 || n == 0) return;
   Plan& p = plan_for(m, n, k, out_dtype, x, w, out);
   const float alpha = 1.f, beta = 0.f;
-  GS_CUBLAS_CHECK(cublasLtMatmul(handle_, p.desc, &alpha, w, p.a, x, p.b, &beta, out, p.c, out, p.c, &p.algo,
+  GS_CUBLAS_CHECK(cublasLtMatmul(handle_, p.d.desc, &alpha, w, p.d.a, x, p.d.b, &beta, out, p.d.c, out, p.d.c, &p.algo,
                                  workspace_.get(), workspace_bytes_, stream_));
 }
 

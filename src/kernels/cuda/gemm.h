@@ -1,6 +1,9 @@
 // Dense GEMMs through cuBLASLt: out[T,N] = x[T,K] · w[N,K]ᵀ with bf16 operands, f32 accumulation
 // and a bf16 or f32 result. The algorithm cuBLASLt's heuristic picks is cached per shape, dtype and
-// operand alignment, so a decode step pays for the heuristic once.
+// operand alignment, so a decode step pays for the heuristic once. Above 64 rows the heuristic is
+// asked once per power-of-two bucket of rows, not per row count: prefill chunks come in every
+// length, and a heuristic search per new length per weight shape cost ~30 ms of TTFT on an H200
+// (docs/perf/serving.md).
 //
 // Row-major to column-major: cuBLASLt sees w as the column-major K×N matrix (ld K) and x as K×T
 // (ld K); out is N×T (ld N). out = opT(w)·x computes exactly the row-major x·wᵀ.
@@ -31,12 +34,15 @@ class LtGemm {
   struct Plan;
   using Key = std::tuple<int64_t, int64_t, int64_t, int, int, int, int>;  // m n k out_dtype align(x, w, out)
   Plan& plan_for(int64_t m, int64_t n, int64_t k, DType out_dtype, const void* x, const void* w, const void* out);
+  // The heuristic's algorithm for (m, n, k, ...) asked at m itself; false when it has none.
+  bool heuristic(const Key& key, cublasLtMatmulAlgo_t& algo);
 
   cudaStream_t stream_;
   cublasLtHandle_t handle_ = nullptr;
   std::shared_ptr<void> workspace_;
   size_t workspace_bytes_;
-  std::map<Key, std::unique_ptr<Plan>> plans_;
+  std::map<Key, std::unique_ptr<Plan>> plans_;       // per exact shape: descriptors and algorithm
+  std::map<Key, cublasLtMatmulAlgo_t> bucket_algos_;  // per row bucket (Key's m = the bucket's top)
 };
 
 }  // namespace gs::cuda
