@@ -22,10 +22,12 @@ void launch_moe_route(const Tensor& r, const Tensor& router_scale, const Tensor&
 
 // Up to this many routed rows (T·k) the experts run as a memory-bound GEMV over each active
 // expert's weights (moe_gemv.cu: decode); above it, as grouped tensor-core GEMMs (prefill).
-// 1024 covers decode steps of up to 128 sequences at top-8 (26B-A4B at c=100 was 800 rows, which
-// went to the grouped kernel, a 64-row tile design that is slow when an expert has a handful of
-// rows); was 512 until 2026-11-24, when the GEMV path measured 45% of bandwidth at 512 rows.
-constexpr int64_t kMoeGemvMaxRows = 1024;
+// GS_MOE_GEMV_MAX_ROWS overrides it (A/B runs). Measured on an H200, 26B-A4B cookbook at c=100
+// (~100 sequences, ~800 routed rows per decode step), 2026-11-24: with 1024 (the GEMV path) decode
+// steps took 39.6 ms and output was 2,339 tok/s; with 512 (the grouped path) 36.0 ms and 2,488
+// tok/s. Neither is good at that size (every expert is touched by ~6 rows, so a step must stream
+// all 1.5 GB of a layer's experts: 0.35 ms at the copy ceiling, against ~1 ms measured).
+constexpr int64_t kMoeGemvMaxRows = 512;
 
 // Scratch bytes moe_experts needs for T tokens, top-k, E experts, hidden H, expert width I.
 size_t moe_experts_scratch_bytes(int64_t T, int64_t k, int64_t E, int64_t H, int64_t I);

@@ -4,6 +4,8 @@
 // grouped tensor-core GEMMs over it, and combine the weighted expert outputs per token. The
 // combine is a gather (each token sums its own k rows in f32), so no atomics touch bf16 data and
 // the result does not depend on the order the permutation was filled in.
+#include <cstdlib>
+
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/grouped_gemm.h"
@@ -108,9 +110,19 @@ Tensor device_view(void* p, DType dt, Shape s) {
 
 // The GEMV path holds up to kRows (8) routed rows of x (bf16) and of the activation (f32) in
 // shared memory; shapes too wide for that take the grouped path at any T.
+// The routed-row limit of the GEMV path: kMoeGemvMaxRows unless GS_MOE_GEMV_MAX_ROWS says otherwise
+// (A/B runs); read once per process.
+int64_t gemv_max_rows() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("GS_MOE_GEMV_MAX_ROWS");
+    return e && *e ? std::atoll(e) : kMoeGemvMaxRows;
+  }();
+  return v;
+}
+
 bool use_gemv(int64_t T, int64_t k, int64_t H, int64_t I) {
   const int64_t rows = std::min<int64_t>(8, T * k);
-  return T * k <= kMoeGemvMaxRows && rows * H * 2 <= 160 * 1024 && rows * I * 4 <= 160 * 1024;
+  return T * k <= gemv_max_rows() && rows * H * 2 <= 160 * 1024 && rows * I * 4 <= 160 * 1024;
 }
 
 }  // namespace
