@@ -9,8 +9,10 @@
 #      (safetensors, tokenizer, Jinja)
 # GS_TEST_QUICK=1 (local use) skips the sanitized tests and the HTTP fuzzer: only the parser
 # fuzzers are built in the sanitizer build dir and run.
-# Measured on the shared 2-core dev machine (pessimistic for CI): sanitizer build 11.5 min,
-# its ctest 2 min, fuzzing 4 x 20 s.
+# Measured on a 2-core dev machine (2026-11-24, AMD EPYC, clean clone, the whole script): 42.6 min;
+# release build ~17 min (C++ front ends dominate: the CLI sources take 20-35 s each, all CUDA files
+# together 2.7 CPU-minutes), its ctest ~2 min, sanitizer build ~18 min, its ctest 2 min, fuzzing
+# 4 x 20 s. (An earlier machine ran it in 20 min.)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
