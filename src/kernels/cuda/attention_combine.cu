@@ -14,8 +14,7 @@ namespace {
 // One CTA per row, four output columns per thread (16-byte loads of the f32 partials).
 template <int HD>
 __global__ void __launch_bounds__(HD / 4) attention_combine_kernel(const TileArgs a) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   const int64_t row = blockIdx.x;
   const int64_t rows = int64_t(a.num_tokens) * a.num_q_heads;
   const int col = threadIdx.x * 4;
@@ -47,8 +46,10 @@ __global__ void __launch_bounds__(HD / 4) attention_combine_kernel(const TileArg
 
 void launch_combine(int head_dim, const TileArgs& a, cudaStream_t stream) {
   const unsigned rows = unsigned(int64_t(a.num_tokens) * a.num_q_heads);
-  if (head_dim == 256) launch_pdl("attention_combine_kernel", attention_combine_kernel<256>, rows, 64, 0, stream, a);
-  else launch_pdl("attention_combine_kernel", attention_combine_kernel<512>, rows, 128, 0, stream, a);
+  if (head_dim == 256)
+    launch_pdl("attention_combine_kernel", attention_combine_kernel<256>, rows, 64, 0, stream, a);
+  else
+    launch_pdl("attention_combine_kernel", attention_combine_kernel<512>, rows, 128, 0, stream, a);
   GS_CUDA_LAUNCHED("attention_combine_kernel");
 }
 

@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "kernels/cuda/attention_plan.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch_util.h"
 
 namespace gs::cuda {
 namespace {
@@ -34,13 +35,6 @@ constexpr int kMinTilesPerSplit = 2;
 
 size_t partial_bytes(int64_t splits, int64_t tokens, int64_t q_heads, int64_t head_dim) {
   return size_t(splits * tokens * q_heads * (head_dim + 2) * 4);
-}
-
-int sm_count() {
-  int dev = 0, sms = 0;
-  GS_CUDA_CHECK(cudaGetDevice(&dev));
-  GS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  return sms;
 }
 
 void check_device_i32(const Tensor& t, const char* field) {

@@ -77,8 +77,7 @@ struct TileConfig {
 
 template <class C>
 __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const TileArgs a) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   constexpr int HD = C::kHeadDim, BM = C::kBlockM, BN = C::kBlockN, ST = C::kStages;
   constexpr int WN = C::kWarpsN;
   constexpr int NT = C::kThreads;

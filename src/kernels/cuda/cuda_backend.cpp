@@ -176,15 +176,13 @@ class CudaBackend final : public Backend {
 
   // ---- dense math -------------------------------------------------------------------------------
   void matmul(const Tensor& x, const Tensor& w, const Tensor& out) override {
-    // Decode-sized x: the GEMV when the operands are the plain case it takes; anything else
-    // (including every malformed call, which LtGemm reports) goes to cuBLASLt.
-    const bool gemv = x.defined() && w.defined() && out.defined() && x.rows() >= 1 &&
-                      x.rows() <= gemv_max_rows() && gemv_shape_wins(w.dim(0), x.cols()) && x.device == Device::CUDA && w.device == Device::CUDA &&
-                      out.device == Device::CUDA && x.dtype == DType::BF16 && w.dtype == DType::BF16 &&
-                      w.ndim() == 2 && x.cols() == w.dim(1) && out.rows() == x.rows() && out.cols() == w.dim(0) &&
-                      cuda::gemv_supported(x.rows(), w.dim(0), x.cols(), out.dtype, x.data, w.data);
-    if (gemv) cuda::launch_gemv(x.data, w.data, out.data, out.dtype, x.rows(), w.dim(0), x.cols(), stream_);
-    else gemm_->matmul(x, w, out);
+    cuda::check_matmul(x, w, out);
+    const int64_t m = x.rows(), n = w.dim(0), k = x.cols();
+    // Decode-sized x on a weight the GEMV streams faster, in a layout it takes; else cuBLASLt.
+    if (m <= gemv_max_rows() && gemv_shape_wins(n, k) && cuda::gemv_supported(m, n, k, out.dtype, x.data, w.data))
+      cuda::launch_gemv(x.data, w.data, out.data, out.dtype, m, n, k, stream_);
+    else
+      gemm_->matmul_raw(x.data, w.data, out.data, out.dtype, m, n, k);
   }
   void embedding(const Tensor& table, const Tensor& ids, float scale, const Tensor& out) override {
     cuda::launch_embedding(table, ids, scale, out, stream_);

@@ -14,8 +14,7 @@ constexpr int kThreads = 256;
 // out[i] = f(a[i], b[i]) (b may be null). No __restrict__: in-place ops pass out == a.
 template <typename T, int V, typename F>
 __global__ void map2_kernel(const T* a, const T* b, T* out, int64_t n_items, F f) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   for (int64_t it = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; it < n_items; it += int64_t(gridDim.x) * blockDim.x) {
     int64_t i = it * V;
     if constexpr (V == 1) {
@@ -37,7 +36,8 @@ void map2(const char* name, const T* a, const T* b, T* out, int64_t n, F f, cuda
   constexpr int V = kVec<T>;
   bool vec = n % V == 0 && aligned16(a) && aligned16(out) && (!b || aligned16(b));
   if (vec) {
-    launch_pdl("map2_kernel", map2_kernel<T, V, F>, grid_for(n / V, kThreads), kThreads, 0, stream, a, b, out, n / V, f);
+    launch_pdl("map2_kernel", map2_kernel<T, V, F>, grid_for(n / V, kThreads), kThreads, 0, stream, a, b, out, n / V,
+               f);
   } else {
     launch_pdl("map2_kernel", map2_kernel<T, 1, F>, grid_for(n, kThreads), kThreads, 0, stream, a, b, out, n, f);
   }
@@ -66,8 +66,7 @@ struct SoftcapOp {
 // gate_up [rows, 2I] -> out [rows, I]; one item = V consecutive columns of one row.
 template <typename T, int V>
 __global__ void gelu_mul_rows_kernel(const T* __restrict__ gu, T* __restrict__ out, int64_t rows, int64_t inter) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   int64_t per_row = inter / V, n = rows * per_row;
   for (int64_t it = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; it < n; it += int64_t(gridDim.x) * blockDim.x) {
     int64_t r = it / per_row, c = (it % per_row) * V;
@@ -91,8 +90,7 @@ __global__ void gelu_mul_rows_kernel(const T* __restrict__ gu, T* __restrict__ o
 template <typename U>
 __global__ void gather_rows_kernel(const U* __restrict__ x, int64_t n_src, const int* __restrict__ rows, U* out,
                                    int64_t n_rows, int64_t units_per_row) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   int64_t n = n_rows * units_per_row;
   for (int64_t it = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; it < n; it += int64_t(gridDim.x) * blockDim.x) {
     int64_t r = it / units_per_row, c = it % units_per_row;
@@ -133,11 +131,11 @@ void launch_gelu_tanh_mul(const Tensor& gate_up, const Tensor& out, cudaStream_t
     using T = typename decltype(tag)::type;
     constexpr int V = kVec<T>;
     if (inter % V == 0 && aligned16(gate_up.data) && aligned16(out.data)) {
-      launch_pdl("gelu_mul_rows_kernel", gelu_mul_rows_kernel<T, V>, grid_for(rows * inter / V, kThreads), kThreads, 0, stream, 
-          gate_up.ptr<T>(), out.ptr<T>(), rows, inter);
+      launch_pdl("gelu_mul_rows_kernel", gelu_mul_rows_kernel<T, V>, grid_for(rows * inter / V, kThreads), kThreads, 0,
+                 stream, gate_up.ptr<T>(), out.ptr<T>(), rows, inter);
     } else {
-      launch_pdl("gelu_mul_rows_kernel", gelu_mul_rows_kernel<T, 1>, grid_for(rows * inter, kThreads), kThreads, 0, stream, 
-          gate_up.ptr<T>(), out.ptr<T>(), rows, inter);
+      launch_pdl("gelu_mul_rows_kernel", gelu_mul_rows_kernel<T, 1>, grid_for(rows * inter, kThreads), kThreads, 0,
+                 stream, gate_up.ptr<T>(), out.ptr<T>(), rows, inter);
     }
     GS_CUDA_LAUNCHED("gelu_tanh_mul");
   });
@@ -173,17 +171,18 @@ void launch_gather_rows(const Tensor& x, const Tensor& rows, const Tensor& out, 
   if (n_rows == 0 || row_bytes == 0) return;
   if (row_bytes % 16 == 0 && aligned16(x.data) && aligned16(out.data)) {
     int64_t units = row_bytes / 16;
-    launch_pdl("gather_rows_kernel", gather_rows_kernel<uint4>, grid_for(n_rows * units, kThreads), kThreads, 0, stream, 
-        static_cast<const uint4*>(x.data), x.rows(), rows.ptr<int>(), static_cast<uint4*>(out.data), n_rows, units);
+    launch_pdl("gather_rows_kernel", gather_rows_kernel<uint4>, grid_for(n_rows * units, kThreads), kThreads, 0, stream,
+               static_cast<const uint4*>(x.data), x.rows(), rows.ptr<int>(), static_cast<uint4*>(out.data), n_rows,
+               units);
   } else if (row_bytes % 2 == 0) {
     int64_t units = row_bytes / 2;
-    launch_pdl("gather_rows_kernel", gather_rows_kernel<uint16_t>, grid_for(n_rows * units, kThreads), kThreads, 0, stream, 
-        static_cast<const uint16_t*>(x.data), x.rows(), rows.ptr<int>(), static_cast<uint16_t*>(out.data), n_rows,
-        units);
+    launch_pdl("gather_rows_kernel", gather_rows_kernel<uint16_t>, grid_for(n_rows * units, kThreads), kThreads, 0,
+               stream, static_cast<const uint16_t*>(x.data), x.rows(), rows.ptr<int>(),
+               static_cast<uint16_t*>(out.data), n_rows, units);
   } else {
-    launch_pdl("gather_rows_kernel", gather_rows_kernel<uint8_t>, grid_for(n_rows * row_bytes, kThreads), kThreads, 0, stream, 
-        static_cast<const uint8_t*>(x.data), x.rows(), rows.ptr<int>(), static_cast<uint8_t*>(out.data), n_rows,
-        row_bytes);
+    launch_pdl("gather_rows_kernel", gather_rows_kernel<uint8_t>, grid_for(n_rows * row_bytes, kThreads), kThreads, 0,
+               stream, static_cast<const uint8_t*>(x.data), x.rows(), rows.ptr<int>(), static_cast<uint8_t*>(out.data),
+               n_rows, row_bytes);
   }
   GS_CUDA_LAUNCHED("gather_rows");
 }

@@ -13,8 +13,7 @@ constexpr int kThreads = 256;
 template <typename TW, typename T, int V>
 __global__ void embedding_kernel(const TW* __restrict__ table, int64_t vocab, const int* __restrict__ ids, float scale,
                                  T* __restrict__ out, int64_t rows, int64_t cols) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   int64_t per_row = cols / V, n = rows * per_row;
   for (int64_t it = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; it < n; it += int64_t(gridDim.x) * blockDim.x) {
     int64_t r = it / per_row, c = (it % per_row) * V;
@@ -47,8 +46,7 @@ __global__ void ple_kernel(const T* __restrict__ proj, const TW* __restrict__ ta
                            const int* __restrict__ ids, const void* norm_w, bool norm_f32, float proj_scale,
                            float table_scale, float combine_scale, float eps, T* __restrict__ out, int T_rows,
                            int L, int P) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   const int lane = threadIdx.x & 31;
   const int64_t slice = blockIdx.x * int64_t(blockDim.x >> 5) + (threadIdx.x >> 5);  // t * L + l
   if (slice >= int64_t(T_rows) * L) return;
@@ -95,11 +93,11 @@ void launch_embedding(const Tensor& table, const Tensor& ids, float scale, const
       constexpr int V = 8;  // 16 bytes of bf16; f32 sides use scalar accesses
       bool vec = cols % V == 0 && aligned16(table.data) && aligned16(out.data);
       if (vec)
-        launch_pdl("embedding_kernel", embedding_kernel<TW, T, V>, grid_for(rows * cols / V, kThreads), kThreads, 0, stream, 
-            table.ptr<TW>(), table.rows(), ids.ptr<int>(), scale, out.ptr<T>(), rows, cols);
+        launch_pdl("embedding_kernel", embedding_kernel<TW, T, V>, grid_for(rows * cols / V, kThreads), kThreads, 0,
+                   stream, table.ptr<TW>(), table.rows(), ids.ptr<int>(), scale, out.ptr<T>(), rows, cols);
       else
-        launch_pdl("embedding_kernel", embedding_kernel<TW, T, 1>, grid_for(rows * cols, kThreads), kThreads, 0, stream, 
-            table.ptr<TW>(), table.rows(), ids.ptr<int>(), scale, out.ptr<T>(), rows, cols);
+        launch_pdl("embedding_kernel", embedding_kernel<TW, T, 1>, grid_for(rows * cols, kThreads), kThreads, 0, stream,
+                   table.ptr<TW>(), table.rows(), ids.ptr<int>(), scale, out.ptr<T>(), rows, cols);
       GS_CUDA_LAUNCHED("embedding");
     });
   });
@@ -127,9 +125,9 @@ void launch_per_layer_inputs(const Tensor& proj, const Tensor& table, const Tens
       using T = typename decltype(tag)::type;
       int64_t slices = int64_t(T_rows) * L;
       int warps = 8;
-      launch_pdl("ple_kernel", ple_kernel<TW, T>, unsigned((slices + warps - 1) / warps), warps * 32, 0, stream, 
-          proj.ptr<T>(), table.ptr<TW>(), table.rows(), ids.ptr<int>(), norm_w.data, norm_w.dtype == DType::F32,
-          proj_scale, table_scale, combine_scale, eps, out.ptr<T>(), T_rows, L, P);
+      launch_pdl("ple_kernel", ple_kernel<TW, T>, unsigned((slices + warps - 1) / warps), warps * 32, 0, stream,
+                 proj.ptr<T>(), table.ptr<TW>(), table.rows(), ids.ptr<int>(), norm_w.data, norm_w.dtype == DType::F32,
+                 proj_scale, table_scale, combine_scale, eps, out.ptr<T>(), T_rows, L, P);
       GS_CUDA_LAUNCHED(op);
     });
   });

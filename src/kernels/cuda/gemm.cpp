@@ -94,6 +94,23 @@ bool LtGemm::heuristic(const Key& key, cublasLtMatmulAlgo_t& algo) {
   return true;
 }
 
+const cublasLtMatmulAlgo_t* LtGemm::bucket_algo(const Key& bucket_key) {
+  auto it = bucket_algos_.find(bucket_key);
+  if (it == bucket_algos_.end()) {
+    cublasLtMatmulAlgo_t algo{};
+    if (!heuristic(bucket_key, algo)) return nullptr;
+    it = bucket_algos_.emplace(bucket_key, algo).first;
+  }
+  return &it->second;
+}
+
+bool LtGemm::algo_fits(const Plan& plan, const cublasLtMatmulAlgo_t& algo) const {
+  cublasLtMatmulHeuristicResult_t check{};
+  const Descriptors& d = plan.d;
+  return cublasLtMatmulAlgoCheck(handle_, d.desc, d.a, d.b, d.c, d.c, &algo, &check) == CUBLAS_STATUS_SUCCESS &&
+         check.state == CUBLAS_STATUS_SUCCESS && check.workspaceSize <= workspace_bytes_;
+}
+
 LtGemm::Plan& LtGemm::plan_for(int64_t m, int64_t n, int64_t k, DType out_dtype, const void* x, const void* w,
                                const void* out) {
   const int ax = alignment_of(x), aw = alignment_of(w), ao = alignment_of(out);
@@ -103,29 +120,14 @@ LtGemm::Plan& LtGemm::plan_for(int64_t m, int64_t n, int64_t k, DType out_dtype,
 
   auto plan = std::make_unique<Plan>(m, n, k, out_dtype);
   // The bucket's algorithm, asked once at the bucket's top row count (so the choice does not depend
-  // on which length came first); used for this exact shape when cuBLASLt confirms it fits.
-  bool have = false;
+  // on which length came first), serves this exact shape when cuBLASLt confirms it fits.
   const int64_t bucket = row_bucket(m);
-  if (bucket != m) {
-    const Key bkey{bucket, n, k, int(out_dtype), ax, aw, ao};
-    auto b = bucket_algos_.find(bkey);
-    if (b == bucket_algos_.end()) {
-      cublasLtMatmulAlgo_t algo{};
-      if (heuristic(bkey, algo)) b = bucket_algos_.emplace(bkey, algo).first;
-    }
-    if (b != bucket_algos_.end()) {
-      cublasLtMatmulHeuristicResult_t check{};
-      if (cublasLtMatmulAlgoCheck(handle_, plan->d.desc, plan->d.a, plan->d.b, plan->d.c, plan->d.c, &b->second, &check) ==
-              CUBLAS_STATUS_SUCCESS &&
-          check.state == CUBLAS_STATUS_SUCCESS && check.workspaceSize <= workspace_bytes_) {
-        plan->algo = b->second;
-        have = true;
-      }
-    }
-  }
-  if (!have && !heuristic(key, plan->algo))
-    throw Error("matmul: cuBLASLt has no algorithm for [{}, {}] · [{}, {}]ᵀ -> {} (alignments x {}, w {}, out {})", m,
-                k, n, k, dtype_name(out_dtype), ax, aw, ao);
+  const cublasLtMatmulAlgo_t* shared = bucket == m ? nullptr : bucket_algo({bucket, n, k, int(out_dtype), ax, aw, ao});
+  if (shared && algo_fits(*plan, *shared))
+    plan->algo = *shared;
+  else if (!heuristic(key, plan->algo))
+    throw Error("matmul: cuBLASLt has no algorithm for [{}, {}] · [{}, {}]ᵀ -> {} (alignments x {}, w {}, out {})",
+                m, k, n, k, dtype_name(out_dtype), ax, aw, ao);
   return *plans_.emplace(key, std::move(plan)).first->second;
 }
 
@@ -137,16 +139,20 @@ void LtGemm::matmul_raw(const void* x, const void* w, void* out, DType out_dtype
                                  workspace_.get(), workspace_bytes_, stream_));
 }
 
-void LtGemm::matmul(const Tensor& x, const Tensor& w, const Tensor& out) {
+void check_matmul(const Tensor& x, const Tensor& w, const Tensor& out) {
   GS_CHECK(x.device == Device::CUDA && w.device == Device::CUDA && out.device == Device::CUDA,
            "matmul: operands must live on the GPU (x {}, w {}, out {})", x.str(), w.str(), out.str());
   GS_CHECK(x.dtype == DType::BF16 && w.dtype == DType::BF16, "matmul: x {} and w {} must be bf16", x.str(), w.str());
   GS_CHECK(out.dtype == DType::BF16 || out.dtype == DType::F32, "matmul: out {} must be bf16 or f32", out.str());
   GS_CHECK(w.ndim() == 2, "matmul: weight {} must be [N, K]", w.str());
-  int64_t m = x.rows(), k = x.cols(), n = w.dim(0);
+  const int64_t m = x.rows(), k = x.cols(), n = w.dim(0);
   GS_CHECK(w.dim(1) == k, "matmul: x {} has K = {}, weight {} has {}", x.str(), k, w.str(), w.dim(1));
   GS_CHECK(out.rows() == m && out.cols() == n, "matmul: out {} must be [{}, {}]", out.str(), m, n);
-  matmul_raw(x.data, w.data, out.data, out.dtype, m, n, k);
+}
+
+void LtGemm::matmul(const Tensor& x, const Tensor& w, const Tensor& out) {
+  check_matmul(x, w, out);
+  matmul_raw(x.data, w.data, out.data, out.dtype, x.rows(), w.dim(0), x.cols());
 }
 
 }  // namespace gs::cuda

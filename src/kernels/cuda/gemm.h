@@ -19,6 +19,10 @@
 
 namespace gs::cuda {
 
+// The operand checks of a dense matmul on the GPU (bf16 x [M,K] and w [N,K], out [M,N] bf16 or f32),
+// as gs::Error naming the offending tensor; whichever kernel then runs may assume them.
+void check_matmul(const Tensor& x, const Tensor& w, const Tensor& out);
+
 class LtGemm {
  public:
   LtGemm(cudaStream_t stream, std::shared_ptr<void> workspace, size_t workspace_bytes);
@@ -36,6 +40,10 @@ class LtGemm {
   Plan& plan_for(int64_t m, int64_t n, int64_t k, DType out_dtype, const void* x, const void* w, const void* out);
   // The heuristic's algorithm for (m, n, k, ...) asked at m itself; false when it has none.
   bool heuristic(const Key& key, cublasLtMatmulAlgo_t& algo);
+  // The algorithm of a row bucket (Key's m = the bucket's top), asked on first use; null if none.
+  const cublasLtMatmulAlgo_t* bucket_algo(const Key& bucket_key);
+  // Whether cuBLASLt runs `algo` on this plan's exact shape within our workspace.
+  bool algo_fits(const Plan& plan, const cublasLtMatmulAlgo_t& algo) const;
 
   cudaStream_t stream_;
   cublasLtHandle_t handle_ = nullptr;

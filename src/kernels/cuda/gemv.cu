@@ -257,21 +257,19 @@ __global__ void __launch_bounds__(kThreads) gemv_mma_kernel(const bf16* __restri
   }
 }
 
-int sm_count() {
-  static const int n = [] {
-    int dev = 0, v = 0;
-    GS_CUDA_CHECK(cudaGetDevice(&dev));
-    GS_CUDA_CHECK(cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, dev));
-    return v;
-  }();
-  return n;
-}
-
 template <typename K>
 int occupancy(K kernel) {
   int b = 0;
   GS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, kThreads, 0));
   return std::max(b, 1);
+}
+
+// Bytes of each weight row a block asks L2 to prefetch before its wait: the budget spread over the
+// rows whose blocks can be resident at once (`resident_rows`, capped at N), 16-byte multiples.
+uint32_t l2_prefetch_per_row(int64_t N, int64_t K, int64_t resident_rows) {
+  if (g_l2_budget <= 0) return 0;
+  const int64_t rows = std::max<int64_t>(std::min<int64_t>(N, resident_rows), 1);
+  return uint32_t(std::min<int64_t>(K * 2, g_l2_budget / rows) & ~int64_t(15));
 }
 
 template <int MT, typename OutT>
@@ -297,14 +295,7 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
   auto kernel = deep ? gemv_kernel<MT, (MT <= 2 ? 4 : 2), OutT> : gemv_kernel<MT, 2, OutT>;
   const int blocks_per_sm = deep ? occ4 : occ2;
 
-  // L2 prefetch per row: the budget spread over the rows whose blocks can be resident at once.
-  uint32_t pf = 0;
-  if (g_l2_budget > 0) {
-    const int64_t resident_rows =
-        std::min<int64_t>(N, int64_t(blocks_per_sm) * sms * (kWarps / ks) * kRowsPerWarp);
-    const int64_t per_row = std::min<int64_t>(int64_t(K) * 2, g_l2_budget / std::max<int64_t>(resident_rows, 1));
-    pf = uint32_t(per_row & ~int64_t(15));
-  }
+  const uint32_t pf = l2_prefetch_per_row(N, K, int64_t(blocks_per_sm) * sms * (kWarps / ks) * kRowsPerWarp);
   launch_pdl("gemv_kernel", kernel, dim3(blocks), dim3(kThreads), 0, stream, x, w, out, M, N, K, ks, pf);
 }
 
@@ -316,11 +307,7 @@ int g_mma_min_rows = kGemvMaxRows + 1;
 template <bool kHigh, typename OutT>
 void launch_mma(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cudaStream_t stream) {
   auto kernel = gemv_mma_kernel<kHigh, OutT>;
-  static const int blocks_per_sm = [&] {
-    int b = 0;
-    GS_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, kThreads, 0));
-    return std::max(b, 1);
-  }();
+  static const int blocks_per_sm = occupancy(kernel);
   const int sms = sm_count();
   const int C = K / 8;
   int ks = 1;
@@ -331,13 +318,7 @@ void launch_mma(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cu
   // Same rule as the FMA kernel: split K in the block while there are under 16 warps per SM
   // and every warp keeps at least one 4-chunk k-step.
   while (ks < kWarps && blocks_for(ks) * kWarps < 16 * sms && C >= 4 * (2 * ks)) ks *= 2;
-  uint32_t pf = 0;
-  if (g_l2_budget > 0) {
-    const int64_t resident_rows =
-        std::min<int64_t>(N, int64_t(blocks_per_sm) * sms * (kWarps / ks) * kMmaRowsPerWarp);
-    const int64_t per_row = std::min<int64_t>(int64_t(K) * 2, g_l2_budget / std::max<int64_t>(resident_rows, 1));
-    pf = uint32_t(per_row & ~int64_t(15));
-  }
+  const uint32_t pf = l2_prefetch_per_row(N, K, int64_t(blocks_per_sm) * sms * (kWarps / ks) * kMmaRowsPerWarp);
   launch_pdl("gemv_mma_kernel", kernel, dim3(blocks_for(ks)), dim3(kThreads), 0, stream, x, w, out, M, N, K, ks, pf);
 }
 

@@ -4,6 +4,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <sstream>
@@ -57,6 +58,19 @@ void allow_smem(K kernel, size_t bytes) {
     GS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 }
 
+// Multiprocessors of the current device, asked once per device (launch planning calls it per op).
+inline int sm_count() {
+  static std::atomic<int> counts[64] = {};
+  int dev = 0;
+  GS_CUDA_CHECK(cudaGetDevice(&dev));
+  int n = counts[dev & 63].load(std::memory_order_relaxed);
+  if (n == 0) {
+    GS_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
+    counts[dev & 63].store(n, std::memory_order_relaxed);
+  }
+  return n;
+}
+
 // Blocks for a grid-stride loop over n work items with `threads` per block: enough to fill the
 // GPU several times over, never more than the work needs.
 inline int grid_for(int64_t n, int threads) {
@@ -78,6 +92,8 @@ inline int grid_for(int64_t n, int threads) {
 //   - pdl_launch_dependents() once the kernel is past its wait: from then the next kernel may be
 //     scheduled into free SM slots. Calling it after the wait (not before) keeps at most two
 //     kernels of the stream resident and one waiting, never a chain of waiting grids.
+// Kernels with nothing to do before the wait begin with pdl_enter() (both, in that order); only
+// kernels that load weights first (the GEMVs) call the two themselves.
 // The wait is for the previous grid's completion whatever that grid did, so a kernel following
 // a cuBLASLt GEMM (which does not take part) is still correct. Both are no-ops on sm_80 and when
 // the kernel was launched without the attribute.
@@ -91,6 +107,11 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
+}
+// The prologue of a kernel with nothing to do before its wait: wait, then let the next one in.
+__device__ __forceinline__ void pdl_enter() {
+  pdl_wait();
+  pdl_launch_dependents();
 }
 #endif
 

@@ -15,8 +15,7 @@ template <typename Y, typename T>
 __global__ void moe_combine_kernel(const Y* __restrict__ y, const int* __restrict__ pos_of,
                                    const int* __restrict__ ids, const float* __restrict__ w, int k, int64_t H,
                                    T* __restrict__ out) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   const int64_t t = blockIdx.x;
   int order[kMoeMaxTopK];
   for (int j = 0; j < k; ++j) order[j] = j;

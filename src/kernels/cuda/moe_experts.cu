@@ -44,8 +44,7 @@ MoeScratch carve(void* base, int64_t T, int64_t k, int64_t E, int64_t H, int64_t
 }
 
 __global__ void count_kernel(const int* __restrict__ ids, int64_t n, int E, int* counts) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     int e = ids[i];
     if (e >= 0 && e < E) atomicAdd(&counts[e], 1);
@@ -56,8 +55,7 @@ __global__ void count_kernel(const int* __restrict__ ids, int64_t n, int E, int*
 // the rest of the tile map is marked unused.
 __global__ void plan_kernel(const int* __restrict__ counts, int E, int* group_end, int* cursor, int* tile_expert,
                             int* tile_row0, int max_tiles) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   extern __shared__ int sh[];  // [E] row offsets, [E] tile offsets, then the tile total
   int* row_off = sh;
   int* tile_off = sh + E;
@@ -85,8 +83,7 @@ __global__ void plan_kernel(const int* __restrict__ counts, int E, int* group_en
 }
 
 __global__ void scatter_kernel(const int* __restrict__ ids, int64_t n, int E, int* cursor, int* perm, int* pos_of) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n; i += int64_t(gridDim.x) * blockDim.x) {
     int e = ids[i];
     if (e >= 0 && e < E) {
@@ -174,10 +171,11 @@ void launch_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weight
   GS_CUDA_CHECK(cudaMemsetAsync(s.counts, 0, size_t(E) * sizeof(int), stream));
   launch_pdl("count_kernel", count_kernel, grid_for(TK, 256), 256, 0, stream, ids.ptr<int>(), TK, int(E), s.counts);
   GS_CUDA_LAUNCHED("moe count");
-  launch_pdl("plan_kernel", plan_kernel, 1, 256, size_t(2 * E + 1) * sizeof(int), stream, s.counts, int(E), s.group_end, s.cursor,
-                                                                   s.tile_expert, s.tile_row0, s.max_tiles);
+  launch_pdl("plan_kernel", plan_kernel, 1, 256, size_t(2 * E + 1) * sizeof(int), stream, s.counts, int(E), s.group_end,
+             s.cursor, s.tile_expert, s.tile_row0, s.max_tiles);
   GS_CUDA_LAUNCHED("moe plan");
-  launch_pdl("scatter_kernel", scatter_kernel, grid_for(TK, 256), 256, 0, stream, ids.ptr<int>(), TK, int(E), s.cursor, s.perm, s.pos_of);
+  launch_pdl("scatter_kernel", scatter_kernel, grid_for(TK, 256), 256, 0, stream, ids.ptr<int>(), TK, int(E), s.cursor,
+             s.perm, s.pos_of);
   GS_CUDA_LAUNCHED("moe scatter");
 
   GroupedGemmArgs g{};
@@ -195,8 +193,8 @@ void launch_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weight
 
   dispatch_float(out.dtype, op, "out", [&](auto tag) {
     using T_ = typename decltype(tag)::type;
-    launch_pdl("moe_combine_kernel", moe_combine_kernel<bf16, T_>, unsigned(T), 256, 0, stream, s.y, s.pos_of, ids.ptr<int>(),
-                                                                   weights.ptr<float>(), int(k), H, out.ptr<T_>());
+    launch_pdl("moe_combine_kernel", moe_combine_kernel<bf16, T_>, unsigned(T), 256, 0, stream, s.y, s.pos_of,
+               ids.ptr<int>(), weights.ptr<float>(), int(k), H, out.ptr<T_>());
   });
   GS_CUDA_LAUNCHED("moe combine");
 }

@@ -75,8 +75,7 @@ __device__ __forceinline__ float dot8(const float (&a)[8], const float (&b)[8]) 
 // the permutation. Rows of one expert land in any order; each row is computed independently and
 // the combine sums by expert id, so the order changes no result.
 __global__ void __launch_bounds__(kPlanThreads) plan_kernel(const int* __restrict__ ids, int TK, int E, Scratch s) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   extern __shared__ int sh[];  // [E] counts, [E] cursors
   int* cnt = sh;
   int* cur = sh + E;
@@ -127,8 +126,7 @@ __global__ void __launch_bounds__(kPlanThreads) plan_kernel(const int* __restric
 // act[p, j] = gelu_tanh(x[tok(p)] · gate_up[e, j]) · (x[tok(p)] · gate_up[e, I + j]).
 // rows_cap (<= kRows): routed rows per pass that shared memory was sized for.
 __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(MoeGemvArgs a, Scratch s, int rows_cap) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   extern __shared__ __align__(16) unsigned char smem_raw[];
   uint4* xs = reinterpret_cast<uint4*>(smem_raw);  // [kRows][H / 8] chunks of 8 bf16
   const int slot = blockIdx.y;
@@ -190,8 +188,7 @@ __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(MoeGemvArgs a, Scr
 // y[p, n] = act[p] · down[e, n] for kDownCols consecutive n per warp (H % 8 == 0, so a warp's
 // columns are all in range or all out).
 __global__ void __launch_bounds__(kWarps * 32) down_kernel(MoeGemvArgs a, Scratch s, int rows_cap) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   extern __shared__ __align__(16) unsigned char smem_raw[];
   float* as = reinterpret_cast<float*>(smem_raw);  // [kRows][I]
   const int slot = blockIdx.y;
@@ -275,17 +272,19 @@ void launch_moe_gemv(const MoeGemvArgs& a, OutT* out, void* scratch, cudaStream_
 
   const size_t up_smem = size_t(rows_smem) * size_t(a.H) * sizeof(bf16);
   allow_smem(gate_up_kernel, up_smem);
-  launch_pdl("gate_up_kernel", gate_up_kernel, dim3(unsigned((a.I + kWarps - 1) / kWarps), slots), kWarps * 32, up_smem, stream, a, s, rows_smem);
+  launch_pdl("gate_up_kernel", gate_up_kernel, dim3(unsigned((a.I + kWarps - 1) / kWarps), slots), kWarps * 32, up_smem,
+             stream, a, s, rows_smem);
   GS_CUDA_LAUNCHED("moe gemv gate_up");
 
   const size_t down_smem = size_t(rows_smem) * size_t(a.I) * sizeof(float);
   allow_smem(down_kernel, down_smem);
   const int cols_per_block = kWarps * kDownCols;
-  launch_pdl("down_kernel", down_kernel, dim3(unsigned((a.H + cols_per_block - 1) / cols_per_block), slots), kWarps * 32, down_smem, stream, 
-      a, s, rows_smem);
+  launch_pdl("down_kernel", down_kernel, dim3(unsigned((a.H + cols_per_block - 1) / cols_per_block), slots),
+             kWarps * 32, down_smem, stream, a, s, rows_smem);
   GS_CUDA_LAUNCHED("moe gemv down");
 
-  launch_pdl("moe_combine_kernel", moe_combine_kernel<float, OutT>, unsigned(a.T), 256, 0, stream, s.y, s.pos_of, a.ids, a.weights, a.k, a.H, out);
+  launch_pdl("moe_combine_kernel", moe_combine_kernel<float, OutT>, unsigned(a.T), 256, 0, stream, s.y, s.pos_of, a.ids,
+             a.weights, a.k, a.H, out);
   GS_CUDA_LAUNCHED("moe gemv combine");
 }
 

@@ -30,8 +30,7 @@ __global__ void __launch_bounds__(kWarps * 32) route_logits_kernel(const T* __re
                                                                     const bf16* __restrict__ proj, int E,
                                                                     float in_scale, float eps,
                                                                     float* __restrict__ logits) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   extern __shared__ __align__(16) float z[];  // [ntok][H]
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int t0 = blockIdx.y * kTokens;
@@ -97,8 +96,7 @@ __global__ void __launch_bounds__(kSelectWarps * 32) route_select_kernel(const f
                                                                           int E, const void* pes_w, bool pes_f32,
                                                                           int top_k, int* __restrict__ ids,
                                                                           float* __restrict__ weights) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   extern __shared__ float prob[];  // [kSelectWarps][E]
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int t = blockIdx.x * kSelectWarps + warp;
@@ -158,8 +156,7 @@ __global__ void __launch_bounds__(kWarps * 32) route_fused_kernel(const T* __res
                                                                  const bf16* __restrict__ proj, int E,
                                                                  const void* pes_w, bool pes_f32, float in_scale,
                                                                  float eps, int top_k, int* ids, float* weights) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   extern __shared__ float smem[];
   float* z = smem;                    // [kFusedTokens][H]
   float* logit = smem + kFusedTokens * H;  // [kFusedTokens][E]
@@ -286,10 +283,10 @@ void launch_moe_route(const Tensor& r, const Tensor& router_scale, const Tensor&
       using T_ = typename decltype(tag)::type;
       auto kernel = route_fused_kernel<T_>;
       allow_smem(kernel, smem);
-      launch_pdl("moe_route", kernel, unsigned((T + kFusedTokens - 1) / kFusedTokens), kWarps * 32, smem, stream, 
-          r.ptr<T_>(), int(T), int(H), router_scale.data, router_scale.dtype == DType::F32, router_proj.ptr<bf16>(),
-          int(E), per_expert_scale.data, per_expert_scale.dtype == DType::F32, in_scale, eps, top_k, ids.ptr<int>(),
-          weights.ptr<float>());
+      launch_pdl("moe_route", kernel, unsigned((T + kFusedTokens - 1) / kFusedTokens), kWarps * 32, smem, stream,
+                 r.ptr<T_>(), int(T), int(H), router_scale.data, router_scale.dtype == DType::F32,
+                 router_proj.ptr<bf16>(), int(E), per_expert_scale.data, per_expert_scale.dtype == DType::F32, in_scale,
+                 eps, top_k, ids.ptr<int>(), weights.ptr<float>());
       GS_CUDA_LAUNCHED(op);
     });
     return;
@@ -305,14 +302,13 @@ void launch_moe_route(const Tensor& r, const Tensor& router_scale, const Tensor&
     allow_smem(kernel, z_smem);
     const dim3 grid(unsigned((E + kWarps - 1) / kWarps), unsigned((T + kTokens - 1) / kTokens));
     launch_pdl("moe_route", kernel, grid, kWarps * 32, z_smem, stream, r.ptr<T_>(), int(T), int(H), router_scale.data,
-                                                  router_scale.dtype == DType::F32, router_proj.ptr<bf16>(), int(E),
-                                                  in_scale, eps, logits);
+               router_scale.dtype == DType::F32, router_proj.ptr<bf16>(), int(E), in_scale, eps, logits);
     GS_CUDA_LAUNCHED("moe_route logits");
   });
   const size_t p_smem = size_t(kSelectWarps) * size_t(E) * sizeof(float);
-  launch_pdl("route_select_kernel", route_select_kernel, unsigned((T + kSelectWarps - 1) / kSelectWarps), kSelectWarps * 32, p_smem, stream, 
-      logits, int(T), int(E), per_expert_scale.data, per_expert_scale.dtype == DType::F32, top_k, ids.ptr<int>(),
-      weights.ptr<float>());
+  launch_pdl("route_select_kernel", route_select_kernel, unsigned((T + kSelectWarps - 1) / kSelectWarps),
+             kSelectWarps * 32, p_smem, stream, logits, int(T), int(E), per_expert_scale.data,
+             per_expert_scale.dtype == DType::F32, top_k, ids.ptr<int>(), weights.ptr<float>());
   GS_CUDA_LAUNCHED("moe_route select");
 }
 

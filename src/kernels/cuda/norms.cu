@@ -53,8 +53,7 @@ enum class RowOp {
 template <typename T, int V, RowOp OP>
 __global__ void rms_row_kernel(const T* x, const void* w, bool w_f32, T* out, int64_t cols, float eps,
                                float out_scale, const void* next_w, bool next_w_f32, T* next_out) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   __shared__ float scratch[32];
   const int64_t row = blockIdx.x;
   const T* xr = x + row * cols;
@@ -127,12 +126,9 @@ void launch_rows(const char* op, const Tensor& x, const Tensor* w, float eps, T*
   bool w_f32 = w && w->dtype == DType::F32;
   const void* nwp = next_w ? next_w->data : nullptr;
   bool nw_f32 = next_w && next_w->dtype == DType::F32;
-  if (vec)
-    launch_pdl("rms_row_kernel", rms_row_kernel<T, VV, OP>, unsigned(rows), threads, 0, stream, x.ptr<T>(), wp, w_f32, out, cols, eps, out_scale,
-                                                                      nwp, nw_f32, next_out);
-  else
-    launch_pdl("rms_row_kernel", rms_row_kernel<T, 1, OP>, unsigned(rows), threads, 0, stream, x.ptr<T>(), wp, w_f32, out, cols, eps, out_scale,
-                                                                     nwp, nw_f32, next_out);
+  auto kernel = vec ? rms_row_kernel<T, VV, OP> : rms_row_kernel<T, 1, OP>;
+  launch_pdl("rms_row_kernel", kernel, unsigned(rows), threads, 0, stream, x.ptr<T>(), wp, w_f32, out, cols, eps,
+             out_scale, nwp, nw_f32, next_out);
   GS_CUDA_LAUNCHED(op);
 }
 

@@ -33,8 +33,7 @@ struct QkvArgs {
 
 template <typename T, int E>
 __global__ void qkv_prepare_kernel(QkvArgs a) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   const int lane = threadIdx.x & 31;
   const int jobs_per_token = a.nq + (a.has_kv ? 2 * a.nkv : 0);
   const int64_t job = blockIdx.x * int64_t(blockDim.x >> 5) + (threadIdx.x >> 5);

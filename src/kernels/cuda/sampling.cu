@@ -170,8 +170,7 @@ __device__ RowStats row_stats(const float* l, int64_t V, float* s_val, int* s_id
 __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restrict__ logits, int64_t V,
                                                           const SamplingRow* __restrict__ rows, int* out_ids,
                                                           float* out_logprobs) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   __shared__ SelectShared sh;
   __shared__ float s_val[32];
   __shared__ int s_id[32];
@@ -222,8 +221,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
 
 __global__ void __launch_bounds__(kThreads) top_logprobs_kernel(const float* __restrict__ logits, int64_t V, int n,
                                                                 int* out_ids, float* out_logprobs) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   __shared__ SelectShared sh;
   __shared__ float s_val[32];
   __shared__ int s_id[32];
@@ -256,8 +254,7 @@ __global__ void __launch_bounds__(kThreads) top_logprobs_kernel(const float* __r
 }
 
 __global__ void apply_penalties_kernel(float* logits, int64_t V, const PenaltyEntry* __restrict__ e, int n) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) logits[int64_t(e[i].row) * V + e[i].token] -= e[i].delta;
 }
@@ -282,8 +279,8 @@ void launch_sample(const Tensor& logits, const SamplingRow* d_rows, int num_rows
           out_logprobs.numel(), " logprobs");
   if (num_rows == 0) return;
   require(logits.cols() > 0, "sample: empty vocabulary");
-  launch_pdl("sample_kernel", sample_kernel, num_rows, kThreads, 0, stream, logits.ptr<float>(), logits.cols(), d_rows, out_ids.ptr<int>(),
-                                                   out_logprobs.ptr<float>());
+  launch_pdl("sample_kernel", sample_kernel, num_rows, kThreads, 0, stream, logits.ptr<float>(), logits.cols(), d_rows,
+             out_ids.ptr<int>(), out_logprobs.ptr<float>());
   GS_CUDA_LAUNCHED("sample");
 }
 
@@ -299,16 +296,16 @@ void launch_top_logprobs(const Tensor& logits, int n, const Tensor& ids, const T
   require(ids.rows() == R && ids.cols() == n && logprobs.rows() == R && logprobs.cols() == n, "top_logprobs: ids ",
           ids.str(), " / logprobs ", logprobs.str(), " must be [", R, ", ", n, "]");
   if (R == 0) return;
-  launch_pdl("top_logprobs_kernel", top_logprobs_kernel, unsigned(R), kThreads, 0, stream, logits.ptr<float>(), V, n, ids.ptr<int>(),
-                                                            logprobs.ptr<float>());
+  launch_pdl("top_logprobs_kernel", top_logprobs_kernel, unsigned(R), kThreads, 0, stream, logits.ptr<float>(), V, n,
+             ids.ptr<int>(), logprobs.ptr<float>());
   GS_CUDA_LAUNCHED("top_logprobs");
 }
 
 void launch_apply_penalties(const Tensor& logits, const PenaltyEntry* d_entries, int num_entries, cudaStream_t stream) {
   check_logits(logits, "apply_penalties");
   if (num_entries == 0) return;
-  launch_pdl("apply_penalties_kernel", apply_penalties_kernel, (num_entries + 255) / 256, 256, 0, stream, logits.ptr<float>(), logits.cols(), d_entries,
-                                                                       num_entries);
+  launch_pdl("apply_penalties_kernel", apply_penalties_kernel, (num_entries + 255) / 256, 256, 0, stream,
+             logits.ptr<float>(), logits.cols(), d_entries, num_entries);
   GS_CUDA_LAUNCHED("apply_penalties");
 }
 

@@ -5,8 +5,7 @@ namespace gs::cuda {
 namespace {
 
 __global__ void scatter_ids_kernel(int* dst, const int* src, const int* pairs, int num_pairs) {
-  pdl_wait();  // PDL: nothing before this reads earlier kernels' outputs or writes (launch_util.h)
-  pdl_launch_dependents();
+  pdl_enter();
   const int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < num_pairs) dst[pairs[2 * i]] = src[pairs[2 * i + 1]];
 }
@@ -18,8 +17,8 @@ void launch_scatter_ids(const Tensor& dst, const Tensor& src, const int* d_pairs
           " must be i32");
   if (num_pairs == 0) return;
   constexpr int kThreads = 128;
-  launch_pdl("scatter_ids_kernel", scatter_ids_kernel, (num_pairs + kThreads - 1) / kThreads, kThreads, 0, stream, 
-      dst.ptr<int>(), src.ptr<int>(), d_pairs, num_pairs);
+  launch_pdl("scatter_ids_kernel", scatter_ids_kernel, (num_pairs + kThreads - 1) / kThreads, kThreads, 0, stream,
+             dst.ptr<int>(), src.ptr<int>(), d_pairs, num_pairs);
   GS_CUDA_LAUNCHED("scatter_ids");
 }
 
