@@ -17,6 +17,7 @@
 
 #include <algorithm>
 
+#include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/launch_util.h"
@@ -176,15 +177,6 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__
 constexpr int kMmaRowsPerWarp = 8;
 constexpr int kMmaStages = 8;  // chunks each lane has in flight: 128 B
 
-__device__ __forceinline__ void mma_bf16_16816(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                               uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};"
-      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
 // kHigh: M > 8, so x rows g+8 are loaded too (otherwise they are zero).
 template <bool kHigh, typename OutT>
 __global__ void __launch_bounds__(kThreads) gemv_mma_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
@@ -232,8 +224,9 @@ __global__ void __launch_bounds__(kThreads) gemv_mma_kernel(const bf16* __restri
         const uint4 wv = wb[s];
         const int cn = ch + kMmaStages * stride;
         wb[s] = cn < C ? ld_weight(wrow + int64_t(cn) * 8) : zero;
-        mma_bf16_16816(acc, xl.x, xh.x, xl.y, xh.y, wv.x, wv.y);
-        mma_bf16_16816(acc, xl.z, xh.z, xl.w, xh.w, wv.z, wv.w);
+        const uint32_t a01[4] = {xl.x, xh.x, xl.y, xh.y}, a23[4] = {xl.z, xh.z, xl.w, xh.w};
+        attn::mma_bf16_16816(acc, a01, wv.x, wv.y);
+        attn::mma_bf16_16816(acc, a23, wv.z, wv.w);
       }
     }
   }
