@@ -68,8 +68,7 @@ void ffn_block(Backend& be, const ModelConfig& cfg, int layer, const LayerWeight
 
   // Dense MLP (for MoE layers: the always-on "shared" branch) on the pre-FFN-normed stream
   // (a = pre_ffn_norm(x), left by the attention block).
-  be.matmul(a, w.gate_up, gate_up);
-  be.gelu_tanh_mul(gate_up, act);
+  be.matmul_gelu_mul(a, w.gate_up, gate_up, act);
   be.matmul(act, w.down, o);
 
   if (cfg.moe) {
@@ -109,8 +108,7 @@ void ple_block(Backend& be, const ModelConfig& cfg, int layer, const LayerWeight
   Tensor ple = ws.ple;
   ple.data = static_cast<char*>(ws.ple.data) + size_t(layer) * T * P * dtype_size(ws.ple.dtype);
   ple.shape = Shape{int64_t(T), P};
-  be.matmul(x, w.ple_gate, g);
-  be.gelu_tanh_mul_pair(g, ple, g);
+  be.matmul_gelu_mul_pair(x, w.ple_gate, ple, g);
   be.matmul(g, w.ple_proj, o);
   finish_block(be, cfg, ws, x, o, w.ple_post_norm, out_scale, next_norm, T);
 }

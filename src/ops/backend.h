@@ -103,6 +103,18 @@ class Backend {
   virtual void gelu_tanh_mul(const Tensor& gate_up, const Tensor& out) = 0;
   // out = gelu_tanh(a) ⊙ b (same shape).
   virtual void gelu_tanh_mul_pair(const Tensor& a, const Tensor& b, const Tensor& out) = 0;
+  // A Gemma MLP's first half: matmul(x, w, gate_up) then gelu_tanh_mul(gate_up, out), with the same
+  // roundings. gate_up ([T, 2I]) is scratch for backends that run the two ops; a backend may fuse
+  // them and never touch it (the cuda one does for decode rows, saving a launch per layer).
+  virtual void matmul_gelu_mul(const Tensor& x, const Tensor& w, const Tensor& gate_up, const Tensor& out) {
+    matmul(x, w, gate_up);
+    gelu_tanh_mul(gate_up, out);
+  }
+  // out = gelu_tanh(x · wᵀ) ⊙ b: matmul(x, w, out) then gelu_tanh_mul_pair(out, b, out) (the PLE gate).
+  virtual void matmul_gelu_mul_pair(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& out) {
+    matmul(x, w, out);
+    gelu_tanh_mul_pair(out, b, out);
+  }
   // Per-layer inputs (PLE), gemma4-architecture.md §2.3. proj: [T, L·P] (per_layer_model_projection
   // of the scaled embeddings); table: [V, L·P]; out: [L, T, P] (layer-major, so each layer reads a
   // contiguous slice).

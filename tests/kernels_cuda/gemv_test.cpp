@@ -60,6 +60,54 @@ TEST_F(Gemv, DecodeShapesOfE2B) {
     }
 }
 
+// The fused epilogues against the two ops they replace: bit-identical to the GEMV into bf16 followed
+// by the elementwise kernel (same dot products, same roundings), and close to the cpu backend
+// through Backend::matmul_gelu_mul(_pair) (which takes the fused path at M = 1).
+TEST_F(Gemv, FusedGeluEpiloguesMatchTheTwoOps) {
+  struct IK { int64_t n, k; };
+  auto bits = [&](const Tensor& t) { return download(*gpu, t); };
+  for (int64_t m : {1, 3, 16})
+    for (IK s : {IK{1, 8}, IK{7, 264}, IK{6144, 1536}, IK{256, 1536}, IK{5, 21504}}) {
+      const std::string what = "M=" + std::to_string(m) + " N=" + std::to_string(s.n) + " K=" + std::to_string(s.k);
+      auto x = random_bf16(m * s.k);
+      Tensor xc = cpu_act(x, {m, s.k}), xg = gpu_act(x, {m, s.k});
+
+      // gelu_mul: w = [gate; up], [2N, K] -> [M, N].
+      auto [wc, wg] = weight(random_bf16(2 * s.n * s.k, -0.1f, 0.1f), Shape{2 * s.n, s.k});
+      Tensor gu = gpu_poisoned(DType::BF16, {m, 2 * s.n}), two_ops = gpu_poisoned(DType::BF16, {m, s.n});
+      Tensor fused = gpu_poisoned(DType::BF16, {m, s.n});
+      gpu->synchronize();
+      cuda::launch_gemv(xg.data, wg.data, gu.data, DType::BF16, m, 2 * s.n, s.k, nullptr);
+      cuda::launch_gemv_gelu_mul(xg.data, wg.data, fused.data, m, s.n, s.k, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      gpu->gelu_tanh_mul(gu, two_ops);
+      EXPECT_EQ(bits(fused), bits(two_ops)) << "gelu_mul " << what;
+      Tensor oc = cpu->empty(DType::F32, {m, s.n}), guc = cpu->empty(DType::F32, {m, 2 * s.n});
+      cpu->matmul_gelu_mul(xc, wc, guc, oc);
+      Tensor ob = gpu_poisoned(DType::BF16, {m, s.n}), gub = gpu_poisoned(DType::BF16, {m, 2 * s.n});
+      gpu->matmul_gelu_mul(xg, wg, gub, ob);
+      expect_close(ob, oc, kBf16Tol, "backend matmul_gelu_mul " + what);
+
+      // gelu_mul_aux: gelu(x·wᵀ) · b, [M, N].
+      auto [vc, vg] = weight(random_bf16(s.n * s.k, -0.1f, 0.1f), Shape{s.n, s.k});
+      auto b = random_bf16(m * s.n);
+      Tensor bc = cpu_act(b, {m, s.n}), bg = gpu_act(b, {m, s.n});
+      Tensor g = gpu_poisoned(DType::BF16, {m, s.n}), pair = gpu_poisoned(DType::BF16, {m, s.n});
+      Tensor fused_aux = gpu_poisoned(DType::BF16, {m, s.n});
+      gpu->synchronize();
+      cuda::launch_gemv(xg.data, vg.data, g.data, DType::BF16, m, s.n, s.k, nullptr);
+      cuda::launch_gemv_gelu_mul_aux(xg.data, vg.data, bg.data, fused_aux.data, m, s.n, s.k, nullptr);
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+      gpu->gelu_tanh_mul_pair(g, bg, pair);
+      EXPECT_EQ(bits(fused_aux), bits(pair)) << "gelu_mul_aux " << what;
+      Tensor pc = cpu->empty(DType::F32, {m, s.n});
+      cpu->matmul_gelu_mul_pair(xc, vc, bc, pc);
+      Tensor pb = gpu_poisoned(DType::BF16, {m, s.n});
+      gpu->matmul_gelu_mul_pair(xg, vg, bg, pb);
+      expect_close(pb, pc, kBf16Tol, "backend matmul_gelu_mul_pair " + what);
+    }
+}
+
 TEST_F(Gemv, RejectsWhatItCannotTake) {
   EXPECT_FALSE(cuda::gemv_supported(0, 8, 8, DType::BF16, nullptr, nullptr));
   EXPECT_FALSE(cuda::gemv_supported(cuda::kGemvMaxRows + 1, 8, 8, DType::BF16, nullptr, nullptr));
@@ -67,6 +115,8 @@ TEST_F(Gemv, RejectsWhatItCannotTake) {
   EXPECT_FALSE(cuda::gemv_supported(1, 8, 8, DType::F16, nullptr, nullptr));
   EXPECT_FALSE(cuda::gemv_supported(1, 8, 8, DType::BF16, reinterpret_cast<void*>(2), nullptr));
   EXPECT_THROW(cuda::launch_gemv(nullptr, nullptr, nullptr, DType::BF16, 1, 8, 12, nullptr), Error);
+  EXPECT_THROW(cuda::launch_gemv_gelu_mul(nullptr, nullptr, nullptr, 1, 4, 12, nullptr), Error);
+  EXPECT_THROW(cuda::launch_gemv_gelu_mul_aux(nullptr, nullptr, nullptr, nullptr, 1, 4, 8, nullptr), Error);
 }
 
 }  // namespace

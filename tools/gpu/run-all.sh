@@ -4,7 +4,9 @@
 #   2. compute-sanitizer memcheck and racecheck over those tests,
 #   3. golden parity of `gemmaserve logits --backend cuda` (tools/gpu/parity.py),
 #   4. `gemmaserve bench-kernels`,
-#   5. `gemmaserve bench-decode` of every variant shape with dummy weights (docs/perf/decode.md).
+#   5. `gemmaserve bench-decode` of every variant shape with dummy weights (docs/perf/decode.md),
+#   6. (step "profile", not in the default list) the per-kernel time of one batch-1 decode step under
+#      Nsight Compute (tools/gpu/profile_step.py) for GS_PROFILE_MODELS (default "e2b 31b").
 # Full logs go to RESULTS_DIR; a short table is printed last. Each step has its own time limit
 # (seconds, overridable through the environment) so one slow step cannot eat the whole call.
 #
@@ -97,6 +99,14 @@ for step in $steps; do
         note "decode $m" "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "rc=$rc (decode-$m.txt, decode-$m.json)"
       done
       ;;
+    profile)
+      for m in ${GS_PROFILE_MODELS:-e2b 31b}; do
+        timeout "${GS_T_PROFILE:-240}" python3 "$src/tools/gpu/profile_step.py" "$gs_bin" "$m" "$results" \
+          > "$results/profile-$m.txt" 2>&1
+        rc=$?
+        note "profile $m" "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "rc=$rc (profile-$m.txt)"
+      done
+      ;;
     *) note "$step" "?" "unknown step" ;;
   esac
 done
@@ -105,6 +115,7 @@ echo
 [[ -s $results/bench-kernels.txt ]] && cat "$results/bench-kernels.txt"
 [[ -s $results/parity.txt ]] && cat "$results/parity.txt"
 for f in "$results"/decode-*.txt; do [[ -s $f ]] && tail -n 8 "$f"; done
+for f in "$results"/profile-*.txt; do [[ -s $f ]] && head -n 30 "$f"; done
 grep -E '^\[  FAILED  \]|Failure|error:' "$results/kernel-tests.log" 2>/dev/null | head -20
 echo
 echo "== gemmaserve GPU run on ${device:-unknown device}: $(date -u +%Y-%m-%dT%H:%MZ)"

@@ -184,6 +184,31 @@ class CudaBackend final : public Backend {
     else
       gemm_->matmul_raw(x.data, w.data, out.data, out.dtype, m, n, k);
   }
+  // The fused forms run where the plain matmul would take the GEMV (the same rows, weights and
+  // layouts), with bf16 activations; otherwise the two ops.
+  bool gemv_takes(const Tensor& x, const Tensor& w, const Tensor& out) const {
+    return x.dtype == DType::BF16 && w.dtype == DType::BF16 && out.dtype == DType::BF16 &&
+           x.rows() <= gemv_max_rows() && gemv_shape_wins(w.dim(0), x.cols()) &&
+           cuda::gemv_supported(x.rows(), w.dim(0), x.cols(), out.dtype, x.data, w.data);
+  }
+  void matmul_gelu_mul(const Tensor& x, const Tensor& w, const Tensor& gate_up, const Tensor& out) override {
+    cuda::check_matmul(x, w, gate_up);
+    GS_CHECK(out.rows() == x.rows() && 2 * out.cols() == w.dim(0) && out.dtype == gate_up.dtype,
+             "matmul_gelu_mul: out {} must be [T, I] for weights {}", out.str(), w.str());
+    if (gemv_takes(x, w, out))
+      cuda::launch_gemv_gelu_mul(x.data, w.data, out.data, x.rows(), out.cols(), x.cols(), stream_);
+    else
+      Backend::matmul_gelu_mul(x, w, gate_up, out);
+  }
+  void matmul_gelu_mul_pair(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& out) override {
+    cuda::check_matmul(x, w, out);
+    GS_CHECK(b.numel() == out.numel() && b.dtype == out.dtype, "matmul_gelu_mul_pair: b {} must match out {}",
+             b.str(), out.str());
+    if (gemv_takes(x, w, out))
+      cuda::launch_gemv_gelu_mul_aux(x.data, w.data, b.data, out.data, x.rows(), out.cols(), x.cols(), stream_);
+    else
+      Backend::matmul_gelu_mul_pair(x, w, b, out);
+  }
   void embedding(const Tensor& table, const Tensor& ids, float scale, const Tensor& out) override {
     cuda::launch_embedding(table, ids, scale, out, stream_);
   }

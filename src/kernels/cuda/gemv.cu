@@ -32,6 +32,24 @@ constexpr int kRowsPerWarp = 4;  // weight rows per warp group
 
 int64_t g_l2_budget = int64_t(16) << 20;
 
+// What the FMA kernel does with its dot products (gemv.h): store them, or apply a Gemma MLP's
+// activation first.
+enum class Epi { Store, GeluMul, GeluMulAux };
+
+// The weight row that a warp group's accumulator r reads. Store and GeluMulAux: kRowsPerWarp
+// consecutive rows. GeluMul (N = 2I): two gate rows j, j+1 and the matching up rows I+j, I+j+1, so
+// the group holds both factors of its two outputs. Rows past the end read the last valid row
+// (valid memory, never stored): no predication in the loop.
+template <Epi E>
+__device__ __forceinline__ int weight_row(int unit, int r, int N) {
+  if constexpr (E == Epi::GeluMul) {
+    const int I = N >> 1, j = min(unit * 2 + (r & 1), I - 1);
+    return r < 2 ? j : I + j;
+  } else {
+    return min(unit * kRowsPerWarp + r, N - 1);
+  }
+}
+
 // Weights are read once: no L1 allocation, non-coherent path (they never change). volatile keeps
 // the loads issued before pdl_wait(), which is itself a volatile asm.
 __device__ __forceinline__ uint4 ld_weight(const bf16* p) {
@@ -61,20 +79,21 @@ __device__ __forceinline__ void unpack8(const uint4& raw, float (&f)[8]) {
 // MT: compile-time bound on M (M <= MT; rows m >= M are skipped, never read). kStages: chunks per
 // row each lane has in flight (kRowsPerWarp·kStages·16 B); the host picks 4 only where the grid
 // still fits in one wave with the registers that costs (see launch_t).
-template <int MT, int kStages, typename OutT>
+// aux: GeluMulAux's second factor ([M, N]), read after the wait (the previous kernels write it).
+template <int MT, int kStages, typename OutT, Epi E = Epi::Store>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
                                                         OutT* __restrict__ out, int M, int N, int K, int ks,
-                                                        uint32_t pf_row_bytes) {
+                                                        uint32_t pf_row_bytes, const bf16* __restrict__ aux) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int kpart = warp % ks, group = warp / ks, groups = kWarps / ks;
-  const int row0 = (blockIdx.x * groups + group) * kRowsPerWarp;
+  const int unit = blockIdx.x * groups + group;
+  const int row0 = unit * kRowsPerWarp;
   const int C = K >> 3;
   const int stride = 32 * ks;
 
-  // Rows past N read row N-1 (valid memory) and are never stored: no predication in the loop.
   const bf16* rows[kRowsPerWarp];
 #pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r) rows[r] = w + int64_t(min(row0 + r, N - 1)) * K;
+  for (int r = 0; r < kRowsPerWarp; ++r) rows[r] = w + int64_t(weight_row<E>(unit, r, N)) * K;
 
   // ---- before the wait: weights only ----
   int c = kpart * 32 + lane;
@@ -88,7 +107,8 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__
     // The register loads above cover the row's first kStages·stride chunks.
     const uint32_t skip = uint32_t(kStages * stride * 16), row_bytes = uint32_t(K) * 2;
     const uint32_t end = min(pf_row_bytes, row_bytes);
-    if (end > skip) prefetch_l2(reinterpret_cast<const char*>(w + int64_t(row0 + lane) * K) + skip, end - skip);
+    const bf16* row = w + int64_t(weight_row<E>(unit, lane, N)) * K;
+    if (end > skip) prefetch_l2(reinterpret_cast<const char*>(row) + skip, end - skip);
   }
 
   pdl_wait();
@@ -154,13 +174,35 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__
         for (int m = 0; m < MT; ++m) acc[r][m] += part[warp + p][r][m];
   }
 
-  // Every lane holds every sum; lane (r·MT + m) mod 32 stores out[m, row0 + r].
+  // Every lane holds every sum; lane (r·MT + m) mod 32 stores output (m, r). The activations round
+  // as the unfused ops do: each product to bf16 (the matmul's output), gelu(gate) again (GeluMulOp).
+  if constexpr (E == Epi::Store) {
 #pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r)
+    for (int r = 0; r < kRowsPerWarp; ++r)
 #pragma unroll
-    for (int m = 0; m < MT; ++m)
-      if ((r * MT + m) % 32 == lane && m < M && row0 + r < N)
-        out[int64_t(m) * N + row0 + r] = from_f32<OutT>(acc[r][m]);
+      for (int m = 0; m < MT; ++m)
+        if ((r * MT + m) % 32 == lane && m < M && row0 + r < N)
+          out[int64_t(m) * N + row0 + r] = from_f32<OutT>(acc[r][m]);
+  } else if constexpr (E == Epi::GeluMul) {
+    const int I = N >> 1;
+#pragma unroll
+    for (int r = 0; r < 2; ++r)
+#pragma unroll
+      for (int m = 0; m < MT; ++m)
+        if ((r * MT + m) % 32 == lane && m < M && unit * 2 + r < I) {
+          const float g = rnd<bf16>(acc[r][m]), u = rnd<bf16>(acc[r + 2][m]);
+          out[int64_t(m) * I + unit * 2 + r] = from_f32<OutT>(rnd<bf16>(gelu_tanh(g)) * u);
+        }
+  } else {
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+      for (int m = 0; m < MT; ++m)
+        if ((r * MT + m) % 32 == lane && m < M && row0 + r < N) {
+          const int64_t i = int64_t(m) * N + row0 + r;
+          out[i] = from_f32<OutT>(rnd<bf16>(gelu_tanh(rnd<bf16>(acc[r][m]))) * to_f32(aux[i]));
+        }
+  }
 }
 
 // ---- tensor-core variant -------------------------------------------------------------------------
@@ -265,8 +307,10 @@ uint32_t l2_prefetch_per_row(int64_t N, int64_t K, int64_t resident_rows) {
   return uint32_t(std::min<int64_t>(K * 2, g_l2_budget / rows) & ~int64_t(15));
 }
 
-template <int MT, typename OutT>
-void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cudaStream_t stream) {
+// N: weight rows (2I for GeluMul).
+template <int MT, typename OutT, Epi E = Epi::Store>
+void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cudaStream_t stream,
+              const bf16* aux = nullptr) {
   const int sms = sm_count();
   const int C = K / 8;
   // Split K inside the block only while the grid leaves SMs without two blocks and each lane keeps
@@ -282,14 +326,14 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
   // 4 stages in flight only when the whole grid is resident at once with them: measured on the
   // H200, 4 stages took E2B's down from 7.2 to 6.1 us (one wave either way) but its gate_up from
   // 9.5 to 12.4 us (768 blocks: one wave at 2 stages, two at 4).
-  static const int occ4 = MT <= 2 ? occupancy(gemv_kernel<MT, 4, OutT>) : 0;
-  static const int occ2 = occupancy(gemv_kernel<MT, 2, OutT>);
+  static const int occ4 = MT <= 2 ? occupancy(gemv_kernel<MT, 4, OutT, E>) : 0;
+  static const int occ2 = occupancy(gemv_kernel<MT, 2, OutT, E>);
   const bool deep = MT <= 2 && blocks <= occ4 * sms;
-  auto kernel = deep ? gemv_kernel<MT, (MT <= 2 ? 4 : 2), OutT> : gemv_kernel<MT, 2, OutT>;
+  auto kernel = deep ? gemv_kernel<MT, (MT <= 2 ? 4 : 2), OutT, E> : gemv_kernel<MT, 2, OutT, E>;
   const int blocks_per_sm = deep ? occ4 : occ2;
 
   const uint32_t pf = l2_prefetch_per_row(N, K, int64_t(blocks_per_sm) * sms * (kWarps / ks) * kRowsPerWarp);
-  launch_pdl("gemv_kernel", kernel, dim3(blocks), dim3(kThreads), 0, stream, x, w, out, M, N, K, ks, pf);
+  launch_pdl("gemv_kernel", kernel, dim3(blocks), dim3(kThreads), 0, stream, x, w, out, M, N, K, ks, pf, aux);
 }
 
 // Off by default (kGemvMaxRows + 1): on the H200 the mma variant beat the FMA kernel from M = 4
@@ -329,6 +373,17 @@ void dispatch_m(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cu
   else launch_t<16>(x, w, out, M, N, K, stream);
 }
 
+// The fused epilogues run on the FMA kernel only (the tensor-core one is off by default).
+template <Epi E>
+void dispatch_fused(const bf16* x, const bf16* w, bf16* out, int M, int N, int K, const bf16* aux,
+                    cudaStream_t stream) {
+  if (M <= 1) launch_t<1, bf16, E>(x, w, out, M, N, K, stream, aux);
+  else if (M <= 2) launch_t<2, bf16, E>(x, w, out, M, N, K, stream, aux);
+  else if (M <= 4) launch_t<4, bf16, E>(x, w, out, M, N, K, stream, aux);
+  else if (M <= 8) launch_t<8, bf16, E>(x, w, out, M, N, K, stream, aux);
+  else launch_t<16, bf16, E>(x, w, out, M, N, K, stream, aux);
+}
+
 }  // namespace
 
 bool gemv_supported(int64_t m, int64_t n, int64_t k, DType out_dtype, const void* x, const void* w) {
@@ -345,6 +400,22 @@ void launch_gemv(const void* x, const void* w, void* out, DType out_dtype, int64
   const bf16* wb = static_cast<const bf16*>(w);
   if (out_dtype == DType::F32) dispatch_m(xb, wb, static_cast<float*>(out), int(m), int(n), int(k), stream);
   else dispatch_m(xb, wb, static_cast<bf16*>(out), int(m), int(n), int(k), stream);
+}
+
+void launch_gemv_gelu_mul(const void* x, const void* w, void* out, int64_t m, int64_t inter, int64_t k,
+                          cudaStream_t stream) {
+  require(gemv_supported(m, 2 * inter, k, DType::BF16, x, w), "gemv_gelu_mul: unsupported operands M=", m,
+          " I=", inter, " K=", k);
+  dispatch_fused<Epi::GeluMul>(static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(out),
+                               int(m), int(2 * inter), int(k), nullptr, stream);
+}
+
+void launch_gemv_gelu_mul_aux(const void* x, const void* w, const void* aux, void* out, int64_t m, int64_t n,
+                              int64_t k, cudaStream_t stream) {
+  require(gemv_supported(m, n, k, DType::BF16, x, w) && aux, "gemv_gelu_mul_aux: unsupported operands M=", m,
+          " N=", n, " K=", k);
+  dispatch_fused<Epi::GeluMulAux>(static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(out),
+                                  int(m), int(n), int(k), static_cast<const bf16*>(aux), stream);
 }
 
 void gemv_set_l2_prefetch_budget(int64_t bytes) { g_l2_budget = bytes; }

@@ -26,6 +26,18 @@ bool gemv_supported(int64_t m, int64_t n, int64_t k, DType out_dtype, const void
 void launch_gemv(const void* x, const void* w, void* out, DType out_dtype, int64_t m, int64_t n, int64_t k,
                  cudaStream_t stream);
 
+// The GEMV with the activation of a Gemma MLP in its epilogue, so the [M, 2I] (or [M, N])
+// intermediate never goes through memory and its elementwise kernel is not launched. Same roundings
+// as launch_gemv into bf16 followed by the backend's gelu_tanh_mul / gelu_tanh_mul_pair: each dot
+// product is rounded to bf16, gelu(gate) is rounded again before the product.
+//   gelu_mul:     w = [gate; up] ([2I, K]); out[m, i] = gelu_tanh(gate_i) · up_i, out bf16 [M, I]
+//   gelu_mul_aux: out[m, n] = gelu_tanh(x·w_nᵀ) · aux[m, n]; aux, out bf16 [M, N]
+// Both take what gemv_supported() takes with out bf16 (N = 2I for gelu_mul).
+void launch_gemv_gelu_mul(const void* x, const void* w, void* out, int64_t m, int64_t inter, int64_t k,
+                          cudaStream_t stream);
+void launch_gemv_gelu_mul_aux(const void* x, const void* w, const void* aux, void* out, int64_t m, int64_t n,
+                              int64_t k, cudaStream_t stream);
+
 // Knobs for benchmarks only (the defaults are what the backend runs): the bytes of each weight
 // row the block asks L2 to prefetch before its wait (cp.async.bulk.prefetch), as a total budget
 // over the blocks resident at once; 0 turns the L2 prefetch off.
