@@ -24,7 +24,8 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
                              int cache_layer, const AttentionParams& p, const Tensor& out, void* workspace,
                              size_t workspace_bytes, const TileKernel* force = nullptr);
 
-// Launches the tile kernel, then the combine kernel when the keys were split.
-void launch_plan(const AttentionPlan& plan, cudaStream_t stream);
+// Launches the tile kernel. Split keys are merged by the kernel's last split CTA (mma.sync tile
+// and decode kernels, `fused_combine`), else by the combine kernel launched after it.
+void launch_plan(const AttentionPlan& plan, cudaStream_t stream, bool fused_combine = true);
 
 }  // namespace gs::cuda::attn

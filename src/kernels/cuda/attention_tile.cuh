@@ -30,7 +30,9 @@
 //
 // Splits. With num_splits > 1 (few CTAs: decode, verify, short prefills), split s of a CTA takes
 // the s-th equal share of its key tiles and writes unnormalised O with its running max and sum
-// to the workspace; attention_combine merges the shares.
+// to the workspace; the last split CTA of its (sequence, row tile, KV head) to finish merges the
+// shares when the launch has split counters (attention_combine.cuh), else the separate combine
+// kernel does.
 #pragma once
 #include <cuda_bf16.h>
 
@@ -38,6 +40,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "kernels/cuda/attention_combine.cuh"
 #include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/attention_params.cuh"
 #include "kernels/cuda/cuda_check.h"
@@ -352,6 +355,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const Ti
       if (wn == 0 && (lane & 3) == 0) a.part_ml[2 * prow] = m_run[h], a.part_ml[2 * prow + 1] = l;
     }
   }
+  if (a.num_splits > 1 && a.split_counters) combine_if_last<HD, BM, NT>(a, seq, q_tile, kvh, row0, rows, q0);
 }
 
 // Opts the kernel of C into its shared-memory size (above the 48 KB default), once per device.
