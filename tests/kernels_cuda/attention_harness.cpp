@@ -172,7 +172,8 @@ AttnResult run_attention_case(const AttnCase& c, std::mt19937_64& rng) {
   const cuda::attn::AttentionPlan plan = cuda::attn::plan_attention(
       q_dev, b, group_id, pool, c.cache_layer, p, out, ws.get(), ws_bytes, c.force_kernel >= 0 ? &forced : nullptr);
   res.splits = plan.args.num_splits;
-  cuda::attn::launch_plan(plan, stream, !c.separate_combine);
+  const auto combine = c.separate_combine ? cuda::attn::CombineMode::Separate : cuda::attn::CombineMode::Fused;
+  cuda::attn::launch_plan(plan, stream, combine);
   check(cudaStreamSynchronize(stream), "attention kernel");
   std::vector<uint16_t> got(size_t(T) * nq * d);
   check(cudaMemcpy(got.data(), out.data, out.nbytes(), cudaMemcpyDeviceToHost), "download");
@@ -182,7 +183,7 @@ AttnResult run_attention_case(const AttnCase& c, std::mt19937_64& rng) {
     cudaGraph_t graph = nullptr;
     cudaGraphExec_t exec = nullptr;
     check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture");
-    cuda::attn::launch_plan(plan, stream, !c.separate_combine);
+    cuda::attn::launch_plan(plan, stream, combine);
     check(cudaStreamEndCapture(stream, &graph), "end capture");
     check(cudaGraphInstantiate(&exec, graph, 0), "instantiate graph");
     std::vector<uint16_t> again(got.size());

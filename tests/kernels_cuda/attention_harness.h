@@ -40,7 +40,8 @@ struct AttnCase {
   int cache_layers = 2;
   int cache_layer = 1;
   int force_kernel = -1;          // >= 0: run this attn::TileKernel instead of the dispatcher's choice
-  bool separate_combine = false;  // split keys merged by the combine kernel, not the last split CTA
+  bool separate_combine = false;  // split keys merged by the combine kernel (default: forced fused,
+                                  // the last split CTA, whatever the dispatcher would choose)
   int graph_replays = 0;          // > 0: also capture the launch in a CUDA graph and replay it this often
   std::vector<SeqCase> seqs;
 };

@@ -125,23 +125,27 @@ std::vector<AttentionBenchResult> run_shape(const BenchShape& s, int reps, bool 
   GS_CUDA_CHECK(cudaEventCreate(&stop));
   std::vector<AttentionBenchResult> results;
   attn::TileKernel chosen{};
-  // The dispatcher's choice is timed twice when it splits the keys: with the split combine fused
-  // into the kernel (the default) and with the separate combine kernel.
-  std::vector<std::pair<const attn::TileKernel*, bool>> runs;
+  // The dispatcher's choice is timed twice when it splits the keys: as it merges them, and the
+  // other way (split combine fused into the kernel, or the separate combine kernel).
+  using attn::CombineMode;
+  std::vector<std::pair<const attn::TileKernel*, bool>> runs;  // (kernel, other combine)
   for (const attn::TileKernel* force : choices) {
-    runs.emplace_back(force, true);
-    if (!force) runs.emplace_back(force, false);
+    runs.emplace_back(force, false);
+    if (!force) runs.emplace_back(force, true);
   }
-  for (const auto& [force, fused] : runs) {
+  for (const auto& [force, other] : runs) {
     const attn::AttentionPlan plan = attn::plan_attention(q, b, g, pool, 0, p, out, ws, ws_bytes, force);
     if (!force) chosen = plan.kernel;
     else if (*force == chosen) continue;  // the dispatcher's own choice, timed already
-    if (!fused && plan.args.num_splits == 1) continue;
+    const bool auto_fused = attn::fuses_combine(plan);
+    if (other && (plan.args.num_splits == 1 || attn::is_wgmma_kernel(plan.kernel))) continue;
+    const CombineMode mode = !other ? CombineMode::Auto : auto_fused ? CombineMode::Separate : CombineMode::Fused;
+    const bool fused = attn::fuses_combine(plan, mode);
     std::vector<float> times;
     for (int r = 0; r < reps + 3; ++r) {
       GS_CUDA_CHECK(cudaMemsetAsync(l2_flush.data, r & 0xff, l2_flush.nbytes()));
       GS_CUDA_CHECK(cudaEventRecord(start));
-      attn::launch_plan(plan, nullptr, fused);
+      attn::launch_plan(plan, nullptr, mode);
       GS_CUDA_CHECK(cudaEventRecord(stop));
       GS_CUDA_CHECK(cudaEventSynchronize(stop));
       float ms = 0;
@@ -152,7 +156,7 @@ std::vector<AttentionBenchResult> run_shape(const BenchShape& s, int reps, bool 
     AttentionBenchResult res;
     res.name = s.name;
     res.kernel = std::string(force ? "" : "auto: ") + attn::tile_kernel_info(plan.kernel).name +
-                 (fused ? "" : " +combine kernel");
+                 (plan.args.num_splits == 1 ? "" : fused ? " (fused combine)" : " +combine kernel");
     res.splits = plan.args.num_splits;
     res.ms = times[times.size() / 2];
     res.tflops = pairs * s.seqs * s.nq * 4.0 * s.head_dim / (res.ms * 1e-3) / 1e12;

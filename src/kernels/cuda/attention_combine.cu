@@ -16,7 +16,10 @@ namespace {
 template <int HD>
 __global__ void __launch_bounds__(HD / 4) attention_combine_kernel(const TileArgs a) {
   pdl_enter();
-  combine_row_cols<HD>(a, blockIdx.x, threadIdx.x * 4);
+  __shared__ float w[2 * kMaxCombineSplits + 1];
+  if (threadIdx.x < 32) combine_weights(a, blockIdx.x, w, w + kMaxCombineSplits, w + 2 * kMaxCombineSplits);
+  __syncthreads();
+  combine_cols<HD>(a, blockIdx.x, threadIdx.x * 4, w, w[2 * kMaxCombineSplits]);
 }
 
 }  // namespace

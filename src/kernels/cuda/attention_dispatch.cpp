@@ -10,9 +10,9 @@
 //   split-d decode kernel of attention_decode.cuh);
 // - the key range is split (flash-decoding) when that shortens the launch: the number of splits
 //   minimises (waves of CTAs) / splits, i.e. fills the SMs without a ragged last wave, each split
-//   keeping at least two key tiles, within the workspace the caller provides; the mma.sync
-//   kernels merge the splits in their last CTA (no second launch), the wgmma kernels through the
-//   combine kernel.
+//   keeping at least two key tiles, within the workspace the caller provides; for one sequence
+//   the mma.sync kernels merge the splits in their last CTA (no second launch), otherwise (and
+//   for the wgmma kernels) the combine kernel does.
 #include "kernels/cuda/attention.h"
 
 #include <algorithm>
@@ -31,7 +31,7 @@ namespace {
 
 using attn::TileKernel;
 
-constexpr int kMaxSplits = 32;
+constexpr int kMaxSplits = 32;  // the combine takes one lane per split (attention_combine.cuh)
 // At most this many CTAs in a split launch. An mma.sync CTA covers at most 64 packed rows, so
 // their partials never exceed kSplitCtaBudget · 64 rows (what attention_workspace_bytes sizes);
 // the 128-row wgmma hd256 CTAs can need more, which the workspace check in plan_attention turns
@@ -273,14 +273,22 @@ static int* split_counters(cudaStream_t stream) {
   return p;
 }
 
-void launch_plan(const AttentionPlan& plan, cudaStream_t stream, bool fused_combine) {
+// Auto fuses the combine for single-sequence batches only. H200, 2026-11-25 (AttentionBench, GPU
+// time): b1 ctx4k hd256 W1024 0.017 ms fused against 0.021 ms with the combine kernel, b1 ctx4k
+// hd512 0.034 against 0.031 (a wash once the saved launch is counted), but b64 E2B hd512 with 4
+// splits 0.160 against 0.143, so batches keep the separate kernel.
+bool fuses_combine(const AttentionPlan& plan, CombineMode mode) {
+  if (plan.empty || plan.args.num_splits <= 1 || is_wgmma_kernel(plan.kernel)) return false;
+  if (int64_t(plan.grid.q_tiles) * plan.grid.kv_heads * plan.grid.num_seqs > kSplitCounters) return false;
+  return mode == CombineMode::Fused || (mode == CombineMode::Auto && plan.grid.num_seqs == 1);
+}
+
+void launch_plan(const AttentionPlan& plan, cudaStream_t stream, CombineMode mode) {
   if (plan.empty) return;
   TileArgs a = plan.args;
-  // The mma.sync tile and decode kernels merge their splits themselves (the last split CTA of a
-  // row tile); the wgmma kernels leave it to the combine kernel.
-  const int64_t counters = int64_t(plan.grid.q_tiles) * plan.grid.kv_heads * plan.grid.num_seqs;
-  if (a.num_splits > 1 && fused_combine && !is_wgmma_kernel(plan.kernel) && counters <= kSplitCounters)
-    a.split_counters = split_counters(stream);
+  // The mma.sync tile and decode kernels can merge their splits themselves (the last split CTA
+  // of a row tile); the wgmma kernels leave it to the combine kernel.
+  if (fuses_combine(plan, mode)) a.split_counters = split_counters(stream);
   if (is_wgmma_kernel(plan.kernel)) launch_wgmma_kernel(plan.kernel, a, plan.grid, stream);
   else if (plan.head_dim == 256) launch_tile_kernel_hd256(plan.kernel, a, plan.grid, stream);
   else launch_tile_kernel_hd512(plan.kernel, a, plan.grid, stream);
