@@ -172,11 +172,32 @@ AttnResult run_attention_case(const AttnCase& c, std::mt19937_64& rng) {
   const cuda::attn::AttentionPlan plan = cuda::attn::plan_attention(
       q_dev, b, group_id, pool, c.cache_layer, p, out, ws.get(), ws_bytes, c.force_kernel >= 0 ? &forced : nullptr);
   res.splits = plan.args.num_splits;
-  cuda::attn::launch_plan(plan, stream);
+  const auto combine = c.separate_combine ? cuda::attn::CombineMode::Separate : cuda::attn::CombineMode::Fused;
+  cuda::attn::launch_plan(plan, stream, combine);
   check(cudaStreamSynchronize(stream), "attention kernel");
-  check(cudaStreamDestroy(stream), "cudaStreamDestroy");
   std::vector<uint16_t> got(size_t(T) * nq * d);
   check(cudaMemcpy(got.data(), out.data, out.nbytes(), cudaMemcpyDeviceToHost), "download");
+  if (c.graph_replays > 0) {
+    // The same launch captured once and replayed on a re-poisoned output: the fused combine's
+    // counters must be back at zero after every launch, and the result bit-identical each time.
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    check(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal), "begin capture");
+    cuda::attn::launch_plan(plan, stream, combine);
+    check(cudaStreamEndCapture(stream, &graph), "end capture");
+    check(cudaGraphInstantiate(&exec, graph, 0), "instantiate graph");
+    std::vector<uint16_t> again(got.size());
+    for (int r = 0; r < c.graph_replays; ++r) {
+      check(cudaMemsetAsync(out.data, 0xff, out.nbytes(), stream), "poison out");
+      check(cudaGraphLaunch(exec, stream), "replay");
+      check(cudaStreamSynchronize(stream), "replayed attention");
+      check(cudaMemcpy(again.data(), out.data, out.nbytes(), cudaMemcpyDeviceToHost), "download replay");
+      for (size_t i = 0; i < got.size(); ++i) res.replay_mismatches += again[i] != got[i];
+    }
+    check(cudaGraphExecDestroy(exec), "destroy graph exec");
+    check(cudaGraphDestroy(graph), "destroy graph");
+  }
+  check(cudaStreamDestroy(stream), "cudaStreamDestroy");
 
   // ---- reference (double) and comparison ----
   double err2 = 0, ref2 = 0;
@@ -235,6 +256,7 @@ AttnResult run_attention_case(const AttnCase& c, std::mt19937_64& rng) {
   }
   res.rel_err = ref2 > 0 ? std::sqrt(err2 / ref2) : std::sqrt(err2);
   if (res.nonfinite) res.rel_err = INFINITY;
+  res.out = std::move(got);
   return res;
 }
 

@@ -40,6 +40,9 @@ struct AttnCase {
   int cache_layers = 2;
   int cache_layer = 1;
   int force_kernel = -1;          // >= 0: run this attn::TileKernel instead of the dispatcher's choice
+  bool separate_combine = false;  // split keys merged by the combine kernel (default: forced fused,
+                                  // the last split CTA, whatever the dispatcher would choose)
+  int graph_replays = 0;          // > 0: also capture the launch in a CUDA graph and replay it this often
   std::vector<SeqCase> seqs;
 };
 
@@ -51,6 +54,8 @@ struct AttnResult {
   int freed_pages = 0;            // page-table entries set to -1 by free_below_window
   std::string first_bad;          // where the first bad element is, for the failure message
   int splits = 0;                 // key splits the plan used
+  int64_t replay_mismatches = 0;  // output elements of any graph replay not bit-equal to the eager run
+  std::vector<uint16_t> out;      // the eager run's output (bf16 bits), for bitwise comparisons
 };
 
 bool cuda_device_present();

@@ -230,6 +230,80 @@ TEST_F(Attention, WgmmaKernelsOnEveryShapeTheyAccept) {
   }
 }
 
+// The split-d decode kernels (attention_decode.cuh) forced on every decode and verify shape class:
+// GQA groups 1..16 (3 and 6 not powers of two), ragged lengths across page boundaries, page sizes
+// that are not powers of two or not multiples of the key tile, windows with freed pages, explicit
+// positions, split (fused combine) and unsplit.
+TEST_F(Attention, SplitDecodeKernelsOnEveryDecodeShape) {
+  using cuda::attn::TileKernel;
+  for (TileKernel kernel : {TileKernel::Hd512Split8, TileKernel::Hd512Split8Fine, TileKernel::Hd512Split8Pair,
+                            TileKernel::Hd512Split8Two, TileKernel::Hd256Split8}) {
+    const int hd = cuda::attn::tile_kernel_info(kernel).head_dim;
+    const std::string name = std::string(cuda::attn::tile_kernel_info(kernel).name) + ": ";
+    std::vector<std::pair<AttnCase, std::string>> cases;
+    for (int group : {1, 2, 3, 4, 6, 8, 16}) {
+      const int nkv = group <= 4 ? 2 : 1;
+      cases.push_back({make(hd, group * nkv, nkv, 0, 16, ragged(7, 2500, 1)), "decode group " + std::to_string(group)});
+    }
+    for (int ps : {8, 24, 32, 48})
+      cases.push_back({make(hd, 8, 1, 0, ps, ragged(5, 1200, 1)), "decode page size " + std::to_string(ps)});
+    cases.push_back({make(hd, 8, 1, 0, 16, {{0, 1}, {15, 1}, {16, 1}, {31, 1}, {32, 1}, {33, 1}}), "short contexts"});
+    cases.push_back({make(hd, 32, 4, 0, 16, {{4000, 1}}), "batch 1, long context (many splits)"});
+    AttnCase freed = make(hd, 16, 8, 96, 16, ragged(20, 1500, 1));
+    freed.free_below_window = true;
+    cases.push_back({freed, "decode with freed sliding pages"});
+    cases.push_back({make(hd, 8, 2, 1024, 32, ragged(6, 3000, 1)), "window 1024"});
+    cases.push_back({make(hd, 8, 2, 0, 16, ragged(6, 900, 2)), "verify up to 2 (8 rows)"});
+    cases.push_back({make(hd, 4, 2, 0, 16, ragged(6, 900, 5)), "verify up to 5 (10 rows)"});
+    SeqCase s(60, 4);
+    s.positions = {63, 10, 63, 41};
+    AttnCase pos = make(hd, 4, 1, 0, 16, {s});
+    pos.scale = 0.0625f, pos.q_amp = 2.f;
+    cases.push_back({pos, "explicit positions"});
+    for (auto& [c, what] : cases) {
+      c.force_kernel = int(kernel);
+      expect_exact(c, name + what);
+      c.use_workspace = false;
+      expect_exact(c, name + what + ", unsplit");
+    }
+  }
+}
+
+// Split keys merged in the kernel's last split CTA: the same output, bit for bit, as the separate
+// combine kernel on the same inputs, and as every replay of the launch captured in a CUDA graph
+// (the arrival counters reset themselves; the splits are merged in split order, not arrival order).
+TEST_F(Attention, FusedCombineIsExactAndReplaysBitIdentically) {
+  using cuda::attn::TileKernel;
+  struct Item {
+    TileKernel kernel;
+    AttnCase c;
+    const char* what;
+  };
+  std::vector<Item> items = {
+      {TileKernel::Hd512Narrow, make(512, 32, 4, 0, 16, {{4000, 1}}), "hd512 narrow, batch 1"},
+      {TileKernel::Hd512Split8, make(512, 32, 4, 0, 16, {{4000, 1}}), "hd512 split d, batch 1"},
+      {TileKernel::Hd512Split8Pair, make(512, 8, 1, 0, 16, ragged(3, 3000, 1)), "hd512 split d pair, batch 3"},
+      {TileKernel::Hd256Narrow, make(256, 32, 16, 1024, 16, {{3000, 1}}), "hd256 narrow sliding, batch 1"},
+      {TileKernel::Hd256Split8, make(256, 8, 2, 0, 16, ragged(2, 2000, 1)), "hd256 split d, batch 2"},
+      {TileKernel::Hd256WideQuad, make(256, 8, 2, 0, 16, {{1500, 20}}), "hd256 wide, short chunk"},
+      {TileKernel::Hd512Wide, make(512, 8, 2, 0, 16, {{1500, 20}}), "hd512 wide, short chunk"},
+  };
+  for (auto& [kernel, c, what] : items) {
+    c.force_kernel = int(kernel);
+    c.graph_replays = 3;
+    const std::mt19937_64 inputs = rng_;  // both runs draw the same inputs
+    rng_ = inputs;
+    const AttnResult fused = expect_exact(c, std::string(what) + ", fused");
+    EXPECT_GT(fused.splits, 1) << what;
+    EXPECT_EQ(fused.replay_mismatches, 0) << what;
+    rng_ = inputs;
+    c.separate_combine = true;
+    const AttnResult separate = expect_exact(c, std::string(what) + ", combine kernel");
+    EXPECT_EQ(separate.replay_mismatches, 0) << what;
+    EXPECT_TRUE(fused.out == separate.out) << what << ": fused and separate combine differ";
+  }
+}
+
 TEST_F(Attention, WgmmaRejectsVisionOverlay) {
   if (!cuda::attn::wgmma_supported()) GTEST_SKIP() << "needs an sm_90 GPU";
   SeqCase img(10, 60);

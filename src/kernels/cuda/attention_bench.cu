@@ -5,6 +5,7 @@
 #include <memory>
 #include <numeric>
 #include <random>
+#include <utility>
 
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_plan.cuh"
@@ -112,6 +113,8 @@ std::vector<AttentionBenchResult> run_shape(const BenchShape& s, int reps, bool 
   for (int k = 0; k < attn::kNumTileKernels; ++k) {
     kernels[k] = attn::TileKernel(k);
     if (attn::is_wgmma_kernel(kernels[k]) && !attn::wgmma_supported()) continue;  // sm_90a only
+    // The split-d decode kernels take 16 rows per CTA: timed on decode shapes only.
+    if (attn::is_split_d_kernel(kernels[k]) && int64_t(s.q_len) * (s.nq / s.nkv) > 16) continue;
     if (all_kernels && attn::tile_kernel_info(kernels[k]).head_dim == s.head_dim) choices.push_back(&kernels[k]);
   }
   // Rewritten before every timed call so no K/V stays in L2 (60 MB on an H200) from the last one:
@@ -122,15 +125,27 @@ std::vector<AttentionBenchResult> run_shape(const BenchShape& s, int reps, bool 
   GS_CUDA_CHECK(cudaEventCreate(&stop));
   std::vector<AttentionBenchResult> results;
   attn::TileKernel chosen{};
+  // The dispatcher's choice is timed twice when it splits the keys: as it merges them, and the
+  // other way (split combine fused into the kernel, or the separate combine kernel).
+  using attn::CombineMode;
+  std::vector<std::pair<const attn::TileKernel*, bool>> runs;  // (kernel, other combine)
   for (const attn::TileKernel* force : choices) {
+    runs.emplace_back(force, false);
+    if (!force) runs.emplace_back(force, true);
+  }
+  for (const auto& [force, other] : runs) {
     const attn::AttentionPlan plan = attn::plan_attention(q, b, g, pool, 0, p, out, ws, ws_bytes, force);
     if (!force) chosen = plan.kernel;
     else if (*force == chosen) continue;  // the dispatcher's own choice, timed already
+    const bool auto_fused = attn::fuses_combine(plan);
+    if (other && (plan.args.num_splits == 1 || attn::is_wgmma_kernel(plan.kernel))) continue;
+    const CombineMode mode = !other ? CombineMode::Auto : auto_fused ? CombineMode::Separate : CombineMode::Fused;
+    const bool fused = attn::fuses_combine(plan, mode);
     std::vector<float> times;
     for (int r = 0; r < reps + 3; ++r) {
       GS_CUDA_CHECK(cudaMemsetAsync(l2_flush.data, r & 0xff, l2_flush.nbytes()));
       GS_CUDA_CHECK(cudaEventRecord(start));
-      attn::launch_plan(plan, nullptr);
+      attn::launch_plan(plan, nullptr, mode);
       GS_CUDA_CHECK(cudaEventRecord(stop));
       GS_CUDA_CHECK(cudaEventSynchronize(stop));
       float ms = 0;
@@ -140,7 +155,8 @@ std::vector<AttentionBenchResult> run_shape(const BenchShape& s, int reps, bool 
     std::sort(times.begin(), times.end());
     AttentionBenchResult res;
     res.name = s.name;
-    res.kernel = std::string(force ? "" : "auto: ") + attn::tile_kernel_info(plan.kernel).name;
+    res.kernel = std::string(force ? "" : "auto: ") + attn::tile_kernel_info(plan.kernel).name +
+                 (plan.args.num_splits == 1 ? "" : fused ? " (fused combine)" : " +combine kernel");
     res.splits = plan.args.num_splits;
     res.ms = times[times.size() / 2];
     res.tflops = pairs * s.seqs * s.nq * 4.0 * s.head_dim / (res.ms * 1e-3) / 1e12;
@@ -164,6 +180,8 @@ std::vector<AttentionBenchResult> bench_attention(int reps, bool all_kernels) {
       {"decode b64 ctx4k hd512 (31B full)", 512, 32, 4, 0, 64, 1, 4096},
       {"decode b64 ctx4k hd512 (E2B full)", 512, 8, 1, 0, 64, 1, 4096},
       {"decode b64 ctx4k hd256 W1024 (31B sliding)", 256, 32, 16, 1024, 64, 1, 4096},
+      {"decode b1 ctx4k hd512 (31B full)", 512, 32, 4, 0, 1, 1, 4096},
+      {"decode b1 ctx4k hd256 W1024 (31B sliding)", 256, 32, 16, 1024, 1, 1, 4096},
       {"verify b64 q4 ctx4k hd512 (31B full)", 512, 32, 4, 0, 64, 4, 4096},
   };
   std::vector<AttentionBenchResult> out;

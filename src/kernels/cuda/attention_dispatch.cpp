@@ -6,14 +6,20 @@
 // - prefill / extend (many rows per sequence): wide tiles of 64 packed rows (on Hopper, head dim
 //   256 without the vision overlay: the wgmma kernel's 128-row tiles, attention_wgmma.cuh);
 // - decode and small verify steps (q_len·group <= 16): narrow tiles of 16 rows, so a decode row
-//   block is one m16 tensor-core tile holding all query heads of a KV head;
+//   block is one m16 tensor-core tile holding all query heads of a KV head (head dim 512: the
+//   split-d decode kernel of attention_decode.cuh);
 // - the key range is split (flash-decoding) when that shortens the launch: the number of splits
 //   minimises (waves of CTAs) / splits, i.e. fills the SMs without a ragged last wave, each split
-//   keeping at least two key tiles, within the workspace the caller provides.
+//   keeping at least two key tiles, within the workspace the caller provides; for one sequence
+//   the mma.sync kernels merge the splits in their last CTA (no second launch), otherwise (and
+//   for the wgmma kernels) the combine kernel does.
 #include "kernels/cuda/attention.h"
 
 #include <algorithm>
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "core/error.h"
 #include "kernels/cuda/attention_plan.cuh"
@@ -25,7 +31,7 @@ namespace {
 
 using attn::TileKernel;
 
-constexpr int kMaxSplits = 32;
+constexpr int kMaxSplits = 32;  // the combine takes one lane per split (attention_combine.cuh)
 // At most this many CTAs in a split launch. An mma.sync CTA covers at most 64 packed rows, so
 // their partials never exceed kSplitCtaBudget · 64 rows (what attention_workspace_bytes sizes);
 // the 128-row wgmma hd256 CTAs can need more, which the workspace check in plan_attention turns
@@ -129,6 +135,11 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
     case TileKernel::Hd512WgmmaSerial: return {"hd512 wgmma split d, serial (sm_90a)", 512, 64, 64};
     case TileKernel::Hd256WgmmaTma: return {"hd256 wgmma pipelined, TMA (sm_90a)", 256, 128, 64};
     case TileKernel::Hd512WgmmaTma: return {"hd512 wgmma split d, pipelined, TMA (sm_90a)", 512, 64, 64};
+    case TileKernel::Hd512Split8: return {"hd512 decode 8 warps split d, 32 keys x3", 512, 16, 32};
+    case TileKernel::Hd512Split8Fine: return {"hd512 decode 8 warps split d, 16 keys x6", 512, 16, 16};
+    case TileKernel::Hd512Split8Pair: return {"hd512 decode 8 warps split d, 16 keys x3, 2/SM", 512, 16, 16};
+    case TileKernel::Hd512Split8Two: return {"hd512 decode 8 warps split d, 32 keys x2", 512, 16, 32};
+    case TileKernel::Hd256Split8: return {"hd256 decode 8 warps split d, 32 keys x2", 256, 16, 32};
   }
   throw Error("attention: unknown tile kernel {}", int(k));
 }
@@ -145,6 +156,11 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
 // warps; verify b64 q4: 0.84 against 1.02 ms; fed by cp.async it took 18.7 ms, so other page
 // sizes stay on mma.sync). The vision-block overlay is not implemented in the wgmma kernels: such
 // batches keep the mma.sync kernels, as do decode batches (<= 16 rows).
+//
+// Decode at head dim 512 (<= 16 rows) goes to the split-d decode kernel with 16-key tiles, 3
+// stages and two CTAs per SM (attention_decode.cuh; H200, 2026-11-25: b64 ctx4k 31B 0.494 ms =
+// 4.35 TB/s against 0.869 ms for the 1x4-warp narrow kernel, E2B 3.67 against 2.27 TB/s). At head
+// dim 256 its 8-warp variant only tied the narrow kernel (3.83 TB/s both), so that stays.
 static TileKernel choose_kernel(int head_dim, int64_t rows, bool vision_overlay, int page_size) {
   const bool narrow = rows <= 16;
   if (!narrow && !vision_overlay && attn::wgmma_supported()) {
@@ -152,7 +168,7 @@ static TileKernel choose_kernel(int head_dim, int64_t rows, bool vision_overlay,
     if (page_size % 8 == 0) return TileKernel::Hd512WgmmaTma;
   }
   if (head_dim == 256) return narrow ? TileKernel::Hd256Narrow : TileKernel::Hd256WideQuad;
-  return narrow ? TileKernel::Hd512Narrow : TileKernel::Hd512Wide;
+  return narrow ? TileKernel::Hd512Split8Pair : TileKernel::Hd512Wide;
 }
 
 // Splits of the key range: the fewest that minimise ceil(ctas·s / slots) / s, the launch time in
@@ -232,12 +248,51 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
   return plan;
 }
 
-void launch_plan(const AttentionPlan& plan, cudaStream_t stream) {
+// Arrival counters of the fused split combine, one zeroed buffer per (device, stream), allocated
+// on the first launch of that stream and kept for the process: kernels of one stream run in
+// order, and each split launch leaves its counters at zero, so the buffer never needs a memset
+// again, also under graph replay. Null (the separate combine kernel runs) while the stream is
+// being captured and has no buffer yet: allocating is not allowed then.
+constexpr int kSplitCounters = 1024;
+
+static int* split_counters(cudaStream_t stream) {
+  static std::mutex mu;
+  static std::map<std::pair<int, cudaStream_t>, int*> buffers;
+  int dev = 0;
+  GS_CUDA_CHECK(cudaGetDevice(&dev));
+  std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(dev, stream);
+  if (auto it = buffers.find(key); it != buffers.end()) return it->second;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  GS_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone) return nullptr;
+  int* p = nullptr;
+  GS_CUDA_CHECK(cudaMalloc(&p, kSplitCounters * sizeof(int)));
+  GS_CUDA_CHECK(cudaMemsetAsync(p, 0, kSplitCounters * sizeof(int), stream));
+  buffers.emplace(key, p);
+  return p;
+}
+
+// Auto fuses the combine for single-sequence batches only. H200, 2026-11-25 (AttentionBench, GPU
+// time): b1 ctx4k hd256 W1024 0.017 ms fused against 0.021 ms with the combine kernel, b1 ctx4k
+// hd512 0.034 against 0.031 (a wash once the saved launch is counted), but b64 E2B hd512 with 4
+// splits 0.160 against 0.143, so batches keep the separate kernel.
+bool fuses_combine(const AttentionPlan& plan, CombineMode mode) {
+  if (plan.empty || plan.args.num_splits <= 1 || is_wgmma_kernel(plan.kernel)) return false;
+  if (int64_t(plan.grid.q_tiles) * plan.grid.kv_heads * plan.grid.num_seqs > kSplitCounters) return false;
+  return mode == CombineMode::Fused || (mode == CombineMode::Auto && plan.grid.num_seqs == 1);
+}
+
+void launch_plan(const AttentionPlan& plan, cudaStream_t stream, CombineMode mode) {
   if (plan.empty) return;
-  if (is_wgmma_kernel(plan.kernel)) launch_wgmma_kernel(plan.kernel, plan.args, plan.grid, stream);
-  else if (plan.head_dim == 256) launch_tile_kernel_hd256(plan.kernel, plan.args, plan.grid, stream);
-  else launch_tile_kernel_hd512(plan.kernel, plan.args, plan.grid, stream);
-  if (plan.args.num_splits > 1) launch_combine(plan.head_dim, plan.args, stream);
+  TileArgs a = plan.args;
+  // The mma.sync tile and decode kernels can merge their splits themselves (the last split CTA
+  // of a row tile); the wgmma kernels leave it to the combine kernel.
+  if (fuses_combine(plan, mode)) a.split_counters = split_counters(stream);
+  if (is_wgmma_kernel(plan.kernel)) launch_wgmma_kernel(plan.kernel, a, plan.grid, stream);
+  else if (plan.head_dim == 256) launch_tile_kernel_hd256(plan.kernel, a, plan.grid, stream);
+  else launch_tile_kernel_hd512(plan.kernel, a, plan.grid, stream);
+  if (a.num_splits > 1 && !a.split_counters) launch_combine(plan.head_dim, a, stream);
 }
 
 }  // namespace attn

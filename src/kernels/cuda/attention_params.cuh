@@ -33,6 +33,8 @@ struct TileArgs {
   int num_splits = 1;
   float* part_o = nullptr;           // [splits, T, Nq, d] unnormalised O (num_splits > 1)
   float* part_ml = nullptr;          // [splits, T, Nq, 2] running max (log2 domain) and sum
+  int* split_counters = nullptr;     // zeroed [seqs · q_tiles · kv_heads] arrival counters: when set
+                                     // (and splits > 1) the last split CTA combines (tile/decode kernels)
   int pool_pages = 0;                // pages in the cache layer (bounds of the wgmma kernels' TMA maps)
   int tma_box_rows = 0;              // wgmma TMA variants: keys per TMA box (set by their launcher)
 };
@@ -56,9 +58,19 @@ enum class TileKernel : int {
   Hd512WgmmaSerial, // as Hd512Wgmma, one product at a time per warpgroup
   Hd256WgmmaTma,    // as Hd256Wgmma, whole valid key tiles loaded by TMA (boundary tiles: cp.async)
   Hd512WgmmaTma,    // as Hd512Wgmma, likewise
+  // Decode kernels with the head dim split over 8 warps (attention_decode.cuh): 16 rows, S's
+  // contraction and O's columns split by dims, partial S summed through shared memory.
+  Hd512Split8,      // 32 keys per tile, 3 stages (214 KB, one CTA per SM)
+  Hd512Split8Fine,  // 16 keys per tile, 6 stages (205 KB, one CTA per SM: five tiles in flight)
+  Hd512Split8Pair,  // 16 keys per tile, 3 stages (109 KB, two CTAs per SM)
+  Hd512Split8Two,   // 32 keys per tile, 2 stages (150 KB)
+  Hd256Split8,      // 32 keys per tile, 2 stages (86 KB, two CTAs per SM)
 };
-constexpr int kNumTileKernels = 14;
-constexpr bool is_wgmma_kernel(TileKernel k) { return int(k) >= int(TileKernel::Hd256Wgmma); }
+constexpr int kNumTileKernels = 19;
+constexpr bool is_wgmma_kernel(TileKernel k) {
+  return int(k) >= int(TileKernel::Hd256Wgmma) && int(k) <= int(TileKernel::Hd512WgmmaTma);
+}
+constexpr bool is_split_d_kernel(TileKernel k) { return int(k) >= int(TileKernel::Hd512Split8); }
 
 struct TileKernelInfo {
   const char* name;

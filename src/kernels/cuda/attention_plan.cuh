@@ -24,7 +24,16 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
                              int cache_layer, const AttentionParams& p, const Tensor& out, void* workspace,
                              size_t workspace_bytes, const TileKernel* force = nullptr);
 
-// Launches the tile kernel, then the combine kernel when the keys were split.
-void launch_plan(const AttentionPlan& plan, cudaStream_t stream);
+// How split keys are merged: by the last split CTA of the mma.sync tile and decode kernels
+// (Fused, no second launch), by the combine kernel launched after them (Separate), or as the
+// dispatcher chooses (Auto: fused for single-sequence batches, see launch_plan).
+enum class CombineMode { Auto, Fused, Separate };
+
+// Whether launch_plan(plan, stream, mode) merges the splits inside the attention kernel (when the
+// stream can get split counters).
+bool fuses_combine(const AttentionPlan& plan, CombineMode mode = CombineMode::Auto);
+
+// Launches the tile kernel, then the combine kernel when the keys were split and not merged in it.
+void launch_plan(const AttentionPlan& plan, cudaStream_t stream, CombineMode mode = CombineMode::Auto);
 
 }  // namespace gs::cuda::attn

@@ -30,7 +30,9 @@
 //
 // Splits. With num_splits > 1 (few CTAs: decode, verify, short prefills), split s of a CTA takes
 // the s-th equal share of its key tiles and writes unnormalised O with its running max and sum
-// to the workspace; attention_combine merges the shares.
+// to the workspace; the last split CTA of its (sequence, row tile, KV head) to finish merges the
+// shares when the launch has split counters (attention_combine.cuh), else the separate combine
+// kernel does.
 #pragma once
 #include <cuda_bf16.h>
 
@@ -38,6 +40,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "kernels/cuda/attention_combine.cuh"
 #include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/attention_params.cuh"
 #include "kernels/cuda/cuda_check.h"
@@ -73,6 +76,7 @@ struct TileConfig {
   static_assert(kOTiles % 2 == 0 && BN % 16 == 0, "P·V walks k16 steps and n8 pairs");
   static_assert(kThreads % kChunks == 0 && (BN * kChunks) % kThreads == 0, "uniform chunk ownership");
   static_assert(STAGES >= 2, "double buffering at least");
+  static_assert(size_t(STAGES) * BN * HD * 2 >= size_t(kBlockM) * (2 * 32 + 1) * 4, "K stages hold the combine weights");
 };
 
 template <class C>
@@ -352,6 +356,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const Ti
       if (wn == 0 && (lane & 3) == 0) a.part_ml[2 * prow] = m_run[h], a.part_ml[2 * prow + 1] = l;
     }
   }
+  if (a.num_splits > 1 && a.split_counters) combine_if_last<HD, BM, NT>(a, seq, q_tile, kvh, row0, rows, q0, reinterpret_cast<float*>(sK));
 }
 
 // Opts the kernel of C into its shared-memory size (above the 48 KB default), once per device.

@@ -1,0 +1,105 @@
+// Merging split-KV partials. Split s of a row holds unnormalised O_s, its running max m_s (log2
+// domain) and sum l_s; with M = max_s m_s the row is Σ 2^(m_s−M)·O_s / Σ 2^(m_s−M)·l_s. Splits
+// that saw no visible key (m_s = −inf, l_s = 0) drop out. The splits are always summed in split
+// order, so the result does not depend on which CTA finished last.
+//
+// Two users: the standalone combine kernel (attention_combine.cu) and the fused combine at the
+// end of the tile and decode kernels (combine_if_last): every split CTA writes its partials,
+// fences, and bumps a counter of its (sequence, row tile, KV head); the CTA that brings it to
+// num_splits merges the tile's rows and puts the counter back to zero, so the next launch (or the
+// next replay of a captured graph) finds it zeroed without a memset. Both compute bit-identical
+// outputs (same code, same order). The split weights of a row are computed once (a warp, lane =
+// split) and kept in shared memory; the column sums then issue independent loads per split.
+#pragma once
+#include <cuda_bf16.h>
+
+#include "kernels/cuda/attention_params.cuh"
+
+namespace gs::cuda::attn {
+
+constexpr int kMaxCombineSplits = 32;  // one lane per split in combine_weights
+
+// Split weights of packed output row `row` (t·Nq + head), computed by one whole warp (lane =
+// split): w[s] = 2^(m_s − M) (0 for a split that saw no key) and *inv = 1 / Σ_s w[s]·l_s, the
+// sum taken in split order by lane 0. Partials are read with ld.global.cg (L2, not L1): in the
+// fused path other CTAs wrote them.
+__device__ __forceinline__ void combine_weights(const TileArgs& a, int64_t row, float* w, float* lv, float* inv) {
+  const int lane = threadIdx.x & 31;
+  const int64_t rows = int64_t(a.num_tokens) * a.num_q_heads;
+  const bool has = lane < a.num_splits;
+  const int64_t prow = int64_t(lane) * rows + row;
+  const float m = has ? __ldcg(a.part_ml + 2 * prow) : -INFINITY;
+  const float l_s = has ? __ldcg(a.part_ml + 2 * prow + 1) : 0.f;
+  float m_max = m;
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1) m_max = fmaxf(m_max, __shfl_xor_sync(0xffffffffu, m_max, off));
+  const float ws = (m_max != -INFINITY && m != -INFINITY) ? exp2f(m - m_max) : 0.f;
+  if (has) w[lane] = ws, lv[lane] = l_s;
+  __syncwarp();
+  if (lane == 0) {
+    float l = 0.f;
+    for (int s = 0; s < a.num_splits; ++s) l = fmaf(w[s], lv[s], l);
+    *inv = l > 0.f ? 1.f / l : 0.f;
+  }
+}
+
+// Columns [col, col + 4) of row `row`: Σ_s w[s]·O_s · inv, in split order, written as bf16.
+template <int HD>
+__device__ __forceinline__ void combine_cols(const TileArgs& a, int64_t row, int col, const float* w, float inv) {
+  const int64_t rows = int64_t(a.num_tokens) * a.num_q_heads;
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
+  for (int s = 0; s < a.num_splits; ++s) {
+    const float ws = w[s];
+    if (ws == 0.f) continue;
+    const float4 o = __ldcg(reinterpret_cast<const float4*>(a.part_o + (s * rows + row) * HD + col));
+    acc.x = fmaf(ws, o.x, acc.x), acc.y = fmaf(ws, o.y, acc.y);
+    acc.z = fmaf(ws, o.z, acc.z), acc.w = fmaf(ws, o.w, acc.w);
+  }
+  __nv_bfloat162 lo = __floats2bfloat162_rn(acc.x * inv, acc.y * inv);
+  __nv_bfloat162 hi = __floats2bfloat162_rn(acc.z * inv, acc.w * inv);
+  uint2 packed;
+  packed.x = *reinterpret_cast<uint32_t*>(&lo);
+  packed.y = *reinterpret_cast<uint32_t*>(&hi);
+  *reinterpret_cast<uint2*>(a.out + row * HD + col) = packed;
+}
+
+// Called by every thread of a split CTA after it wrote its partials (a.split_counters set and
+// num_splits > 1). Rows [row0, row0 + BM) of the packed rows of sequence `seq` (tokens from q0,
+// `rows` packed rows in all), KV head kvh; the grid is (q_tiles, kv_heads · splits, seqs).
+// `scratch`: BM · (2·kMaxCombineSplits + 1) floats of shared memory the kernel no longer uses.
+template <int HD, int BM, int NT>
+__device__ __forceinline__ void combine_if_last(const TileArgs& a, int seq, int q_tile, int kvh, int row0, int rows,
+                                                int q0, float* scratch) {
+  __shared__ int s_last;
+  __threadfence();  // this thread's partials are visible device-wide before the counter moves
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    const int kv_heads = gridDim.y / a.num_splits;
+    int* ctr = a.split_counters + (int64_t(seq) * gridDim.x + q_tile) * kv_heads + kvh;
+    const int last = atomicAdd(ctr, 1) == a.num_splits - 1;
+    if (last) atomicExch(ctr, 0);  // every split of this launch has arrived: ready for the next one
+    s_last = last;
+  }
+  __syncthreads();
+  if (!s_last) return;
+  __threadfence();  // the other splits' partials, published before their increments
+  constexpr int kStride = 2 * kMaxCombineSplits + 1;
+  const int n = min(BM, rows - row0);
+  auto packed_row = [&](int r) {
+    const int pr = row0 + r;
+    return int64_t(q0 + pr / a.group) * a.num_q_heads + kvh * a.group + pr % a.group;
+  };
+  for (int r = threadIdx.x >> 5; r < n; r += NT / 32) {
+    float* sw = scratch + r * kStride;
+    combine_weights(a, packed_row(r), sw, sw + kMaxCombineSplits, sw + 2 * kMaxCombineSplits);
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < n * (HD / 4); i += NT) {
+    const int r = i / (HD / 4);
+    const float* sw = scratch + r * kStride;
+    combine_cols<HD>(a, packed_row(r), (i % (HD / 4)) * 4, sw, sw[2 * kMaxCombineSplits]);
+  }
+}
+
+}  // namespace gs::cuda::attn
