@@ -55,6 +55,30 @@ TEST_F(Sampling, SameTokensAsCpuForEveryFilter) {
   }
 }
 
+// The row statistics are taken over slices of the row by many blocks (sampling.cu): ties across
+// slices go to the lowest id, slices of -inf logits take no part, at one row (64 slices) and three.
+TEST_F(Sampling, GreedyAcrossSlices) {
+  const int64_t V = 262144;
+  for (int64_t R : {1, 3}) {
+    auto l = logits(R, V);
+    for (int64_t r = 0; r < R; ++r) {
+      float* row = l.data() + r * V;
+      row[200000 - r] = row[70000 + r] = 60.f;  // a tie in different slices
+      if (r == 1)
+        for (int64_t i = 0; i < V / 2; ++i) row[i] = -INFINITY;  // the first half masked
+    }
+    std::vector<SamplingRow> rows(static_cast<size_t>(R));  // greedy
+    Tensor lc = cpu_tensor(l, {R, V}), lg = gpu_tensor(l, DType::F32, {R, V});
+    Tensor ic = cpu->empty(DType::I32, {R}), pc = cpu->empty(DType::F32, {R});
+    Tensor ig = gpu_poisoned(DType::I32, {R}), pg = gpu_poisoned(DType::F32, {R});
+    cpu->sample(lc, rows, ic, pc);
+    gpu->sample(lg, rows, ig, pg);
+    EXPECT_EQ(download_ints(*gpu, ig), download_ints(*cpu, ic)) << "R=" << R << " seed " << seed;
+    auto a = download(*gpu, pg), b = download(*cpu, pc);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4) << "logprob row " << i << " R=" << R;
+  }
+}
+
 TEST_F(Sampling, TopLogprobs) {
   for (int n : {1, 5, 20}) {
     const int64_t R = 3, V = 5000;

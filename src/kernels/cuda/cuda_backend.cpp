@@ -52,8 +52,12 @@ int gemv_max_rows() {
 // Which weights the GEMV streams faster than cuBLASLt at M = 1 (same measurements): small ones,
 // where cuBLASLt's ramp-up and launch dominate (every E2B projection, <= 40 MB), and very wide
 // ones (31B gate_up N = 43008, the LM heads N = 262144). In between (31B qkv 176 MB, o_proj 88 MB,
-// down 231 MB with K = 21504) cuBLASLt streamed 2-27% faster over two runs, most on down.
-bool gemv_shape_wins(int64_t n, int64_t k) { return n * k * 2 <= (int64_t(64) << 20) || n >= 32768; }
+// down 231 MB with K = 21504) cuBLASLt streamed 2-27% faster over two runs, most on down. Short
+// rows (K <= 4096) go to the GEMV whatever their size: E2B's double-wide gate_up (75 MB, K = 1536)
+// ran on cuBLASLt at 22 us (ncu, 2026-11-25) where the GEMV streams its half-size twin at 4 TB/s.
+bool gemv_shape_wins(int64_t n, int64_t k) {
+  return n * k * 2 <= (int64_t(64) << 20) || n >= 32768 || k <= 4096;
+}
 
 class CudaBackend final : public Backend {
  public:
@@ -283,7 +287,9 @@ class CudaBackend final : public Backend {
     GS_CHECK(int64_t(rows.size()) == logits.rows(), "sample: {} sampling rows for logits {}", rows.size(),
              logits.str());
     auto* d_rows = static_cast<const SamplingRow*>(staging_->upload(rows.data(), rows.size() * sizeof(SamplingRow)));
-    cuda::launch_sample(logits, d_rows, int(rows.size()), out_ids, out_logprobs, stream_);
+    const size_t need = cuda::sample_scratch_bytes(logits.rows(), logits.cols());
+    void* scratch = scratch_->get(need, capturing(), "sample");
+    cuda::launch_sample(logits, d_rows, int(rows.size()), out_ids, out_logprobs, scratch, need, stream_);
   }
 
   void apply_penalties(const Tensor& logits, const std::vector<std::vector<std::pair<int, int>>>& counts,

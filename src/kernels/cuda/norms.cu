@@ -1,14 +1,10 @@
 // RMSNorm and the fused post-norm + residual add + layer scalar (+ the next block's input norm).
-// One block per row; the row stays in registers between the sum of squares and the normalisation,
-// so x is read once.
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/launch_util.h"
 #include "kernels/cuda/norms.h"
 
 namespace gs::cuda {
 namespace {
-
-constexpr int kMaxUnits = 4;  // vector units per thread held in registers
 
 // V elements at p: one 16-byte access when V fills a vector, else scalar accesses.
 template <typename T, int V>
@@ -30,16 +26,11 @@ __device__ __forceinline__ void store_n(T* p, const float (&v)[V]) {
   }
 }
 
-// y = rnd(v · inv · w[j·V + e]) for one vector unit j of a row (w null: no weight).
-template <typename T, int V>
-__device__ __forceinline__ void normed_unit(const float (&v)[V], float inv, const void* w, bool w_f32, int64_t j,
-                                            float (&y)[V]) {
+// The V weights of vector unit j (w null: no weight, all ones).
+template <int V>
+__device__ __forceinline__ void load_unit_weights(const void* w, bool w_f32, int64_t j, float (&wv)[V]) {
 #pragma unroll
-  for (int e = 0; e < V; ++e) {
-    float n = v[e] * inv;
-    if (w) n *= load_weight(w, w_f32, j * V + e);
-    y[e] = rnd<T>(n);
-  }
+  for (int e = 0; e < V; ++e) wv[e] = w ? load_weight(w, w_f32, j * V + e) : 1.f;
 }
 
 // What a row kernel writes.
@@ -49,41 +40,56 @@ enum class RowOp {
   ResidNext,  // Resid, then next_out = norm(out)·next_w from the stored residual row
 };
 
-// One block per row; each thread holds up to kMaxUnits vectors of the row in registers.
-template <typename T, int V, RowOp OP>
-__global__ void rms_row_kernel(const T* x, const void* w, bool w_f32, T* out, int64_t cols, float eps,
-                               float out_scale, const void* next_w, bool next_w_f32, T* next_out) {
-  pdl_enter();
+// One block per row, each thread U vector units of it, held in registers between the sum of squares
+// and the normalisation (x is read once). The kernel is latency-bound (a decode step runs a few
+// rows of 1.5-5k elements), so what matters is the number of dependent memory round trips: with
+// U = 1 (rows up to 1024 vectors: every Gemma hidden size) the weights of both norms are loaded
+// before pdl_wait() (they do not depend on the previous kernel) and the row and the residual in one
+// round trip after it; with U > 1 (long rows) the weights are read where they are used.
+template <typename T, int V, int U, RowOp OP>
+__global__ void __launch_bounds__(1024) rms_row_kernel(const T* x, const void* w, bool w_f32, T* out, int64_t cols,
+                                                       float eps, float out_scale, const void* next_w,
+                                                       bool next_w_f32, T* next_out) {
+  constexpr bool kEarly = U == 1;
   __shared__ float scratch[32];
   const int64_t row = blockIdx.x;
   const T* xr = x + row * cols;
   T* outr = out + row * cols;
   const int64_t units = cols / V;
-  float v[kMaxUnits][V];
-  float sumsq = 0.f;
-#pragma unroll
-  for (int k = 0; k < kMaxUnits; ++k) {
-    int64_t j = threadIdx.x + int64_t(k) * blockDim.x;
-    if (j < units) {
-      load_n<T, V>(xr + j * V, v[k]);
-#pragma unroll
-      for (int e = 0; e < V; ++e) sumsq += v[k][e] * v[k][e];
+  auto unit = [&](int k) { return int64_t(threadIdx.x) + int64_t(k) * blockDim.x; };
+
+  float wv[V], nwv[V];
+  if constexpr (kEarly) {
+    if (unit(0) < units) {
+      load_unit_weights<V>(w, w_f32, unit(0), wv);
+      if constexpr (OP == RowOp::ResidNext) load_unit_weights<V>(next_w, next_w_f32, unit(0), nwv);
     }
   }
-  float inv = rsqrtf(block_sum(sumsq, scratch) / float(cols) + eps);
+  pdl_enter();
+
+  float v[U][V], r[U][V];
+  float sumsq = 0.f;
+#pragma unroll
+  for (int k = 0; k < U; ++k) {
+    if (unit(k) >= units) continue;
+    load_n<T, V>(xr + unit(k) * V, v[k]);
+    if constexpr (OP != RowOp::Norm) load_n<T, V>(outr + unit(k) * V, r[k]);
+#pragma unroll
+    for (int e = 0; e < V; ++e) sumsq += v[k][e] * v[k][e];
+  }
+  const float inv = rsqrtf(block_sum(sumsq, scratch) / float(cols) + eps);
   float next_sumsq = 0.f;
 #pragma unroll
-  for (int k = 0; k < kMaxUnits; ++k) {
-    int64_t j = threadIdx.x + int64_t(k) * blockDim.x;
+  for (int k = 0; k < U; ++k) {
+    const int64_t j = unit(k);
     if (j >= units) continue;
+    if constexpr (!kEarly) load_unit_weights<V>(w, w_f32, j, wv);
     float y[V];
-    normed_unit<T, V>(v[k], inv, w, w_f32, j, y);
-    if constexpr (OP != RowOp::Norm) {
-      float r[V];
-      load_n<T, V>(outr + j * V, r);
 #pragma unroll
-      for (int e = 0; e < V; ++e) {
-        float s = rnd<T>(r[e] + y[e]);
+    for (int e = 0; e < V; ++e) {
+      y[e] = rnd<T>(v[k][e] * inv * wv[e]);
+      if constexpr (OP != RowOp::Norm) {
+        const float s = rnd<T>(r[k][e] + y[e]);
         y[e] = out_scale != 1.f ? s * out_scale : s;
       }
     }
@@ -101,15 +107,20 @@ __global__ void rms_row_kernel(const T* x, const void* w, bool w_f32, T* out, in
     const float next_inv = rsqrtf(block_sum(next_sumsq, scratch) / float(cols) + eps);
     T* nr = next_out + row * cols;
 #pragma unroll
-    for (int k = 0; k < kMaxUnits; ++k) {
-      int64_t j = threadIdx.x + int64_t(k) * blockDim.x;
+    for (int k = 0; k < U; ++k) {
+      const int64_t j = unit(k);
       if (j >= units) continue;
+      if constexpr (!kEarly) load_unit_weights<V>(next_w, next_w_f32, j, nwv);
       float y[V];
-      normed_unit<T, V>(v[k], next_inv, next_w, next_w_f32, j, y);
+#pragma unroll
+      for (int e = 0; e < V; ++e) y[e] = rnd<T>(v[k][e] * next_inv * nwv[e]);
       store_n<T, V>(nr + j * V, y);
     }
   }
 }
+
+constexpr int kMaxThreads = 1024;
+constexpr int kLongRowUnits = 4;  // U for rows over kMaxThreads vectors
 
 template <typename T, RowOp OP>
 void launch_rows(const char* op, const Tensor& x, const Tensor* w, float eps, T* out, float out_scale,
@@ -118,15 +129,18 @@ void launch_rows(const char* op, const Tensor& x, const Tensor* w, float eps, T*
   if (rows == 0 || cols == 0) return;
   constexpr int VV = kVec<T>;
   bool vec = cols % VV == 0 && aligned16(x.data) && aligned16(out) && (!next_out || aligned16(next_out));
-  int64_t units = vec ? cols / VV : cols;
-  int threads = int(std::min<int64_t>(1024, (units + kMaxUnits - 1) / kMaxUnits));
+  const int64_t units = vec ? cols / VV : cols;
+  const bool one = units <= kMaxThreads;
+  const int per_thread = one ? 1 : kLongRowUnits;
+  int threads = int(std::min<int64_t>(kMaxThreads, (units + per_thread - 1) / per_thread));
   threads = std::max(32, (threads + 31) / 32 * 32);
-  require(units <= int64_t(threads) * kMaxUnits, op, ": rows of ", cols, " elements are too long for one block");
+  require(units <= int64_t(threads) * per_thread, op, ": rows of ", cols, " elements are too long for one block");
   const void* wp = w ? w->data : nullptr;
   bool w_f32 = w && w->dtype == DType::F32;
   const void* nwp = next_w ? next_w->data : nullptr;
   bool nw_f32 = next_w && next_w->dtype == DType::F32;
-  auto kernel = vec ? rms_row_kernel<T, VV, OP> : rms_row_kernel<T, 1, OP>;
+  auto kernel = vec ? (one ? rms_row_kernel<T, VV, 1, OP> : rms_row_kernel<T, VV, kLongRowUnits, OP>)
+                    : (one ? rms_row_kernel<T, 1, 1, OP> : rms_row_kernel<T, 1, kLongRowUnits, OP>);
   launch_pdl("rms_row_kernel", kernel, unsigned(rows), threads, 0, stream, x.ptr<T>(), wp, w_f32, out, cols, eps,
              out_scale, nwp, nw_f32, next_out);
   GS_CUDA_LAUNCHED(op);

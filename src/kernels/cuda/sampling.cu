@@ -7,6 +7,7 @@
 // eight 8-bit histogram passes at most (usually two or three: they stop when one element is left)
 // find the element where the cumulative weight — a count for top_k, probability mass for top_p —
 // crosses the target. The final pass is the Gumbel-max draw over the kept prefix.
+#include <algorithm>
 #include <cfloat>
 #include <climits>
 
@@ -139,37 +140,103 @@ struct RowStats {
   double lse;
 };
 
-// One pass over the row: each thread keeps its argmax and Σ exp(l - m) against its own running
-// max m (rescaled when m grows), in f32 with f64 rescaling at the end; the block then combines. The
-// exps are f32 (a double exp per logit made this the slowest kernel of a batch-1 decode step);
-// the sum of ≤ 262144 terms in [0, 1] keeps ~1e-6 relative accuracy, far inside what a logprob needs.
-__device__ RowStats row_stats(const float* l, int64_t V, float* s_val, int* s_id, double* s_sum) {
+// One thread's share of a pass over l[i] for i = begin + k·stride < end: its argmax and
+// Σ exp(l - best) against its own running max (rescaled when it grows). The exps are f32 (a double
+// exp per logit made sampling the slowest kernel of a batch-1 decode step); the sum of <= 262144
+// terms in [0, 1] keeps ~1e-6 relative accuracy, far inside what a logprob needs.
+struct ThreadStats {
   float best = -INFINITY;
   int best_i = INT_MAX;
-  float sum = 0.f;  // Σ exp(l[i] - best) over this thread's elements
-  for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
+  float sum = 0.f;
+};
+__device__ ThreadStats thread_stats(const float* l, int64_t begin, int64_t end, int64_t stride) {
+  ThreadStats t;
+  for (int64_t i = begin; i < end; i += stride) {
     const float v = l[i];
-    if (v > best) {
-      sum = (best == -INFINITY ? 0.f : sum * expf(best - v)) + 1.f;
-      best = v, best_i = int(i);
+    if (v > t.best) {
+      t.sum = (t.best == -INFINITY ? 0.f : t.sum * expf(t.best - v)) + 1.f;
+      t.best = v, t.best_i = int(i);
     } else {
-      if (v == best && int(i) < best_i) best_i = int(i);
-      if (v != -INFINITY) sum += expf(v - best);  // a NaN poisons the sum, as it did in f64
+      if (v == t.best && int(i) < t.best_i) t.best_i = int(i);
+      if (v != -INFINITY) t.sum += expf(v - t.best);  // a NaN poisons the sum, as it did in f64
     }
   }
+  return t;
+}
+
+// The block's (argmax, max, Σ exp(l - max)) from its threads' stats. argmax INT_MAX: no finite or
+// +inf logit among them (max -inf, sum 0).
+struct SliceStats {
+  int argmax;
+  float max;
+  double sum;
+};
+__device__ SliceStats block_stats(const float* l, const ThreadStats& t, float* s_val, int* s_id, double* s_sum) {
+  SliceStats b;
+  b.argmax = block_argmax(t.best, t.best_i, s_val, s_id);
+  b.max = b.argmax == INT_MAX ? -INFINITY : l[b.argmax];
+  const double s = (t.best == -INFINITY || b.max == -INFINITY) ? 0.0 : double(t.sum) * exp(double(t.best) - double(b.max));
+  b.sum = block_sum_f64(s, s_sum);
+  return b;
+}
+
+__device__ RowStats finish_stats(const float* l, SliceStats b) {
   RowStats st;
-  st.argmax = block_argmax(best, best_i, s_val, s_id);
-  if (st.argmax == INT_MAX) st.argmax = 0;  // every logit is -inf or NaN
+  st.argmax = b.argmax == INT_MAX ? 0 : b.argmax;  // every logit is -inf or NaN
   st.max = l[st.argmax];
-  double s = (best == -INFINITY || st.max == -INFINITY) ? 0.0 : double(sum) * exp(double(best) - double(st.max));
-  s = block_sum_f64(s, s_sum);
-  st.lse = st.max == -INFINITY ? -INFINITY : double(st.max) + log(s);
+  st.lse = st.max == -INFINITY ? -INFINITY : double(st.max) + log(b.sum);
   return st;
+}
+
+// The whole row in one block (top_logprobs).
+__device__ RowStats row_stats(const float* l, int64_t V, float* s_val, int* s_id, double* s_sum) {
+  const ThreadStats t = thread_stats(l, threadIdx.x, V, blockDim.x);
+  return finish_stats(l, block_stats(l, t, s_val, s_id, s_sum));
+}
+
+// At batch 1 one block cannot stream a 1 MB row fast (a single SM's load rate and expf throughput:
+// ~125 us on an H200), so the row statistics of sample() are taken by many blocks, one slice of
+// the row each, and combined by the sampling kernel: partial[row·slices + s] = stats of slice s.
+constexpr int kSliceThreads = 256;
+constexpr int64_t kMinSlice = 4096;
+
+int slices_for(int64_t rows, int64_t vocab) {
+  const int64_t most = (vocab + kMinSlice - 1) / kMinSlice;
+  const int64_t want = (4 * int64_t(sm_count()) + rows - 1) / rows;  // a few waves of blocks in all
+  return int(std::clamp<int64_t>(want, 1, std::min<int64_t>(most, kThreads)));
+}
+
+__global__ void __launch_bounds__(kSliceThreads) slice_stats_kernel(const float* __restrict__ logits, int64_t V,
+                                                                    int slices, SliceStats* __restrict__ partial) {
+  pdl_enter();
+  __shared__ float s_val[32];
+  __shared__ int s_id[32];
+  __shared__ double s_sum[32];
+  const int r = blockIdx.y, s = blockIdx.x;
+  const float* l = logits + int64_t(r) * V;
+  const int64_t len = (V + slices - 1) / slices, begin = int64_t(s) * len, end = begin + len < V ? begin + len : V;
+  const ThreadStats t = thread_stats(l, begin + threadIdx.x, end, blockDim.x);
+  const SliceStats b = block_stats(l, t, s_val, s_id, s_sum);
+  if (threadIdx.x == 0) partial[int64_t(r) * slices + s] = b;
+}
+
+// The row's stats from its slices' (one thread a slice; slices <= blockDim.x).
+__device__ RowStats combine_slices(const float* l, const SliceStats* part, int slices, float* s_val, int* s_id,
+                                   double* s_sum) {
+  const bool mine = int(threadIdx.x) < slices;
+  const SliceStats p = mine ? part[threadIdx.x] : SliceStats{INT_MAX, -INFINITY, 0.0};
+  SliceStats b;
+  b.argmax = block_argmax(p.max, p.argmax, s_val, s_id);
+  b.max = b.argmax == INT_MAX ? -INFINITY : l[b.argmax];
+  b.sum = block_sum_f64(p.max == -INFINITY || b.max == -INFINITY ? 0.0 : p.sum * exp(double(p.max) - double(b.max)),
+                        s_sum);
+  return finish_stats(l, b);
 }
 
 __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restrict__ logits, int64_t V,
                                                           const SamplingRow* __restrict__ rows, int* out_ids,
-                                                          float* out_logprobs) {
+                                                          float* out_logprobs, const SliceStats* __restrict__ partial,
+                                                          int slices) {
   pdl_enter();
   __shared__ SelectShared sh;
   __shared__ float s_val[32];
@@ -178,7 +245,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
   const int r = blockIdx.x;
   const float* l = logits + int64_t(r) * V;
   const SamplingRow row = rows[r];
-  const RowStats st = row_stats(l, V, s_val, s_id, s_sum);
+  const RowStats st = combine_slices(l, partial + int64_t(r) * slices, slices, s_val, s_id, s_sum);
 
   int chosen = st.argmax;
   if (row.temperature > 0.f) {
@@ -267,8 +334,13 @@ void check_logits(const Tensor& logits, const char* op) {
 
 }  // namespace
 
+size_t sample_scratch_bytes(int64_t rows, int64_t vocab) {
+  return size_t(std::max<int64_t>(rows, 1) * slices_for(std::max<int64_t>(rows, 1), std::max<int64_t>(vocab, 1))) *
+         sizeof(SliceStats);
+}
+
 void launch_sample(const Tensor& logits, const SamplingRow* d_rows, int num_rows, const Tensor& out_ids,
-                   const Tensor& out_logprobs, cudaStream_t stream) {
+                   const Tensor& out_logprobs, void* scratch, size_t scratch_bytes, cudaStream_t stream) {
   check_logits(logits, "sample");
   check_cuda_tensor(out_ids, "sample", "out_ids");
   check_cuda_tensor(out_logprobs, "sample", "out_logprobs");
@@ -279,8 +351,14 @@ void launch_sample(const Tensor& logits, const SamplingRow* d_rows, int num_rows
           out_logprobs.numel(), " logprobs");
   if (num_rows == 0) return;
   require(logits.cols() > 0, "sample: empty vocabulary");
+  const int slices = slices_for(num_rows, logits.cols());
+  require(scratch && scratch_bytes >= sample_scratch_bytes(num_rows, logits.cols()), "sample: scratch of ",
+          scratch_bytes, " bytes, needs ", sample_scratch_bytes(num_rows, logits.cols()));
+  auto* partial = static_cast<SliceStats*>(scratch);
+  launch_pdl("slice_stats_kernel", slice_stats_kernel, dim3(slices, num_rows), kSliceThreads, 0, stream,
+             logits.ptr<float>(), logits.cols(), slices, partial);
   launch_pdl("sample_kernel", sample_kernel, num_rows, kThreads, 0, stream, logits.ptr<float>(), logits.cols(), d_rows,
-             out_ids.ptr<int>(), out_logprobs.ptr<float>());
+             out_ids.ptr<int>(), out_logprobs.ptr<float>(), partial, slices);
   GS_CUDA_LAUNCHED("sample");
 }
 

@@ -9,9 +9,12 @@
 
 namespace gs::cuda {
 
-// d_rows: R SamplingRow structs already on the device.
+// d_rows: R SamplingRow structs already on the device. scratch: sample_scratch_bytes(R, V) bytes
+// of device memory for the per-slice row statistics (the row's max and Σ exp are found by many
+// blocks per row, then combined by the sampling kernel).
+size_t sample_scratch_bytes(int64_t rows, int64_t vocab);
 void launch_sample(const Tensor& logits, const SamplingRow* d_rows, int num_rows, const Tensor& out_ids,
-                   const Tensor& out_logprobs, cudaStream_t stream);
+                   const Tensor& out_logprobs, void* scratch, size_t scratch_bytes, cudaStream_t stream);
 
 // Top-n (ties to the lowest id) log-probabilities per row: ids [R, n] i32, logprobs [R, n] f32.
 void launch_top_logprobs(const Tensor& logits, int n, const Tensor& ids, const Tensor& logprobs, cudaStream_t stream);
