@@ -33,37 +33,47 @@ struct QkvArgs {
 
 template <typename T, int E>
 __global__ void qkv_prepare_kernel(QkvArgs a) {
-  pdl_enter();
   const int lane = threadIdx.x & 31;
   const int jobs_per_token = a.nq + (a.has_kv ? 2 * a.nkv : 0);
   const int64_t job = blockIdx.x * int64_t(blockDim.x >> 5) + (threadIdx.x >> 5);
-  if (job >= int64_t(a.num_tokens) * jobs_per_token) return;
-  const int t = int(job / jobs_per_token), j = int(job % jobs_per_token);
+  const bool live = job < int64_t(a.num_tokens) * jobs_per_token;
+  const int t = live ? int(job / jobs_per_token) : 0, j = live ? int(job % jobs_per_token) : 0;
   const int d = a.d, half = d / 2;
-  const T* row = static_cast<const T*>(a.qkv) + int64_t(t) * a.row_stride;
+  const bool is_q = j < a.nq, is_k = !is_q && j < a.nq + a.nkv;
 
-  // What this job reads, how it is normed, whether it rotates, where it goes.
+  // The norm weights do not depend on the previous kernel: load them before the wait, so at decode
+  // (a few warps, latency-bound) their round trip overlaps the previous kernel's tail.
+  const void* w = is_q ? a.q_norm_w : is_k ? a.k_norm_w : nullptr;
+  const bool w_f32 = is_q ? a.q_norm_f32 : a.k_norm_f32;
+  float w1[E], w2[E];
+#pragma unroll
+  for (int e = 0; e < E; ++e) {
+    const int i = lane * E + e;
+    w1[e] = live && w ? load_weight(w, w_f32, i) : 1.f;
+    w2[e] = live && w ? load_weight(w, w_f32, i + half) : 1.f;
+  }
+  pdl_enter();
+  if (!live) return;
+
+  const T* row = static_cast<const T*>(a.qkv) + int64_t(t) * a.row_stride;
+  const int pos = a.positions[t];
+  // What this job reads, whether it rotates, where it goes.
   const T* src;
-  const void* w = nullptr;
-  bool w_f32 = false, rope = true;
+  bool rope = true;
   T* dst;
-  if (j < a.nq) {
+  if (is_q) {
     src = row + int64_t(j) * d;
-    w = a.q_norm_w, w_f32 = a.q_norm_f32;
     dst = static_cast<T*>(a.q_out) + (int64_t(t) * a.nq + j) * d;
   } else {
     int slot = a.slots[t];
     if (slot < 0) return;  // the whole warp leaves together
-    bool is_k = j < a.nq + a.nkv;
     int h = is_k ? j - a.nq : j - a.nq - a.nkv;
     if (is_k || a.v_from_k) src = row + int64_t(a.nq + h) * d;
     else src = row + int64_t(a.nq + a.nkv + h) * d;
-    if (is_k) w = a.k_norm_w, w_f32 = a.k_norm_f32;
     rope = is_k;
     T* cache = static_cast<T*>(is_k ? a.k_cache : a.v_cache);
     dst = cache + (int64_t(slot) * a.nkv + h) * d;
   }
-
   float x1[E], x2[E];
   float sumsq = 0.f;
 #pragma unroll
@@ -77,16 +87,11 @@ __global__ void qkv_prepare_kernel(QkvArgs a) {
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     int i = lane * E + e;
-    float n1 = x1[e] * inv, n2 = x2[e] * inv;
-    if (w) {
-      n1 *= load_weight(w, w_f32, i);
-      n2 *= load_weight(w, w_f32, i + half);
-    }
-    n1 = rnd<T>(n1);
-    n2 = rnd<T>(n2);
+    // (x·inv)·w as the reference multiplies; w = 1 (v_norm, no weight) leaves the product exact.
+    float n1 = rnd<T>(x1[e] * inv * w1[e]), n2 = rnd<T>(x2[e] * inv * w2[e]);
     if (rope && i < a.rotary_pairs) {
       float inv_freq = 1.0f / powf(a.theta, float(2 * i) / float(a.freq_dim));
-      float ang = float(a.positions[t]) * inv_freq;
+      float ang = float(pos) * inv_freq;
       float c = rnd<T>(cosf(ang)), s = rnd<T>(sinf(ang));
       float y1 = rnd<T>(rnd<T>(n1 * c) + rnd<T>(-n2 * s));
       float y2 = rnd<T>(rnd<T>(n2 * c) + rnd<T>(n1 * s));
