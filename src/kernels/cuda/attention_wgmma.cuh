@@ -228,7 +228,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   if (warp >= 8) {
     // ---- producer warpgroup: K then V of each tile, as soon as the consumers free the stage ----
     // It needs few registers; give the rest to the consumers (whose O alone is 128 per thread).
-    wg::setmaxnreg_dec<40>();
+    wg::setmaxnreg_dec<72>();
     // Thread pt copies 16-byte chunk column c of rows rr, rr + kRowsPerPass, ...: a warp always
     // works on one key row (512 contiguous bytes per warp-instruction). Lane l of every warp looks
     // up keys l and l + 32 of the tile (-1: zero fill) and the warp shares them by shuffles.
@@ -291,7 +291,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     cp_async_wait<0>();
     return;
   }
-  wg::setmaxnreg_inc<232>();
+  wg::setmaxnreg_inc<216>();
 
   // ---- consumer warpgroups ----
   const int wgi = warp >> 2;                       // 0 or 1
@@ -347,9 +347,10 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       wg::consumer_bar_sync();  // both have read before the next tile overwrites
     }
   };
-  // Scale (log2 domain), mask on boundary tiles, online softmax: P of the tile into p, the
-  // factor the running O must be rescaled by into alpha.
-  auto softmax = [&](float (&sc)[32], int k0, uint32_t (&p)[16], float (&alpha)[2]) {
+  // Scale (log2 domain), mask on boundary tiles, online softmax: the unnormalised probabilities
+  // of the tile replace the scores in sc (f32; pack_p turns them into the bf16 A operand), the
+  // factor the running O must be rescaled by goes into alpha.
+  auto softmax = [&](float (&sc)[32], int k0, float (&alpha)[2]) {
     const bool all_visible =
         k0 + BN <= kv_len && k0 + BN - 1 <= wpmin && (a.window == 0 || wpmax - k0 < a.window);
     float mx[2] = {-INFINITY, -INFINITY};
@@ -381,8 +382,12 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       const int h = (i >> 1) & 1;
       const float e0 = exp2f(sc[i] - base_m[h]), e1 = exp2f(sc[i + 1] - base_m[h]);
       l_run[h] += e0 + e1;
-      p[i >> 1] = pack_bf16x2(e0, e1);
+      sc[i] = e0, sc[i + 1] = e1;
     }
+  };
+  auto pack_p = [&](const float (&sc)[32], uint32_t (&p)[16]) {
+#pragma unroll
+    for (int i = 0; i < 32; i += 2) p[i >> 1] = pack_bf16x2(sc[i], sc[i + 1]);
   };
   auto rescale_o = [&](const float (&alpha)[2]) {
 #pragma unroll
@@ -407,7 +412,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       exchange(sc);
       uint32_t p[16];
       float alpha[2];
-      softmax(sc, k0, p, alpha);
+      softmax(sc, k0, alpha);
+      pack_p(sc, p);
       rescale_o(alpha);
       wg::mbar_wait(full_v(s), parity);
       wg::fence_proxy_async();
@@ -437,7 +443,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         if (lane == 0) wg::mbar_arrive(empty_k(0));
         exchange(sc);
         float alpha[2];
-        softmax(sc, t_begin * BN, p, alpha);  // O is still zero: no rescale
+        softmax(sc, t_begin * BN, alpha);  // O is still zero: no rescale
+        pack_p(sc, p);
       }
       for (int it = 1; it < n_tiles; ++it) {
         const int s = it % ST, parity = (it / ST) & 1, k0 = (t_begin + it) * BN;
@@ -453,16 +460,17 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         wg::pin(sc);
         if (lane == 0) wg::mbar_arrive(empty_k(s));
         exchange(sc);
-        uint32_t pn[16];
         float alpha[2];
-        softmax(sc, k0, pn, alpha);
+        softmax(sc, k0, alpha);
         wg::wait<0>();
         wg::pin(o);
-        wg::pin_u32(p);  // the P·V that just completed read p: keep it untouched until here
+        // The P·V that just completed read p. Its registers are rewritten only now: ptxas does
+        // not extend the live range of a wgmma's register operands to the wait_group, so a P
+        // computed (or copied) during that P·V may land in the very registers it reads, which
+        // ptxas answers by serialising every wgmma of the kernel (warning C7513).
         if (lane == 0) wg::mbar_arrive(empty_v(sp));
         rescale_o(alpha);
-#pragma unroll
-        for (int i = 0; i < 16; ++i) p[i] = pn[i];
+        pack_p(sc, p);
       }
       const int sl = (n_tiles - 1) % ST, lparity = ((n_tiles - 1) / ST) & 1;
       wg::mbar_wait(full_v(sl), lparity);
