@@ -235,57 +235,84 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     constexpr int kRowsPerPass = 128 / C::kChunks;
     const int pt = tid - C::kConsumerThreads, c = pt % C::kChunks, rr = pt / C::kChunks;
     const uint32_t chunk_off = (c >> 3) * (BN * 128);
-    for (int j = 0; j < n_tiles; ++j) {
-      const int s = j % ST, use = j / ST, k0 = (t_begin + j) * BN;
+    // Where a tile's keys come from: lane l of every producer warp looks up keys l and l + 32 of
+    // the tile once (off: element offset in the pool, -1: zero fill; tok: pool token for TMA),
+    // and the warps share them by shuffles, for K and for V.
+    struct TileSrc {
       int64_t off[2];
+      int tok[2];
+      bool tma;  // every key below kv_len and on a live page: the whole tile can come by TMA
+    };
+    auto lookup = [&](int j, TileSrc& t) {
+      const int k0 = (t_begin + j) * BN;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int key = k0 + lane + 32 * h;
-        off[h] = -1;
+        t.off[h] = -1, t.tok[h] = 0;
         if (key < kv_len) {
           const int lp = a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size;
           const int slot = key - lp * a.page_size;
           const int page = page_table[lp];
-          if (page >= 0) off[h] = int64_t(page) * a.page_stride + int64_t(slot) * a.token_stride + int64_t(kvh) * HD;
+          if (page >= 0) {
+            t.off[h] = int64_t(page) * a.page_stride + int64_t(slot) * a.token_stride + int64_t(kvh) * HD;
+            t.tok[h] = page * a.page_size + slot;
+          }
         }
       }
-      // Every key of the tile below kv_len and on a live page: the whole tile can come by TMA.
-      const bool tma_tile = C::kTma && a.tma_box_rows > 0 && __all_sync(0xffffffffu, off[0] >= 0 && off[1] >= 0);
-#pragma unroll
-      for (int kv = 0; kv < 2; ++kv) {
-        if (use > 0) wg::mbar_wait(kv == 0 ? empty_k(s) : empty_v(s), (use - 1) & 1);
-        const uint32_t full = kv == 0 ? full_k(s) : full_v(s);
-        if (tma_tile) {
-          if (pt == 0) {
-            // Expect the bytes before issuing the copies; the phase also waits for the other
-            // 127 producer threads' plain arrivals.
-            wg::mbar_arrive_expect_tx(full, C::kTileBytes);
-            const CUtensorMap* map = kv == 0 ? &tma_k : &tma_v;
-            const uint32_t tile_base = (kv == 0 ? sK : sV) + s * C::kTileBytes;
-            for (int g = 0; g < BN; g += a.tma_box_rows) {
-              const int key = k0 + g;
-              const int lp = a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size;
-              const int token = page_table[lp] * a.page_size + (key - lp * a.page_size);
+      t.tma = C::kTma && a.tma_box_rows > 0 && __all_sync(0xffffffffu, t.off[0] >= 0 && t.off[1] >= 0);
+    };
+    auto load = [&](int kv, int j, const TileSrc& t) {
+      const int s = j % ST, use = j / ST;
+      if (use > 0) wg::mbar_wait(kv == 0 ? empty_k(s) : empty_v(s), (use - 1) & 1);
+      const uint32_t full = kv == 0 ? full_k(s) : full_v(s);
+      if (t.tma) {
+        if (warp == 8) {
+          // Expect the bytes before issuing the copies; the phase also waits for the other
+          // 127 producer threads' plain arrivals.
+          if (pt == 0) wg::mbar_arrive_expect_tx(full, C::kTileBytes);
+          else wg::mbar_arrive(full);
+          const CUtensorMap* map = kv == 0 ? &tma_k : &tma_v;
+          const uint32_t tile_base = (kv == 0 ? sK : sV) + s * C::kTileBytes;
+          for (int g = 0; g < BN; g += a.tma_box_rows) {  // boxes never straddle a page
+            const int token = __shfl_sync(0xffffffffu, g < 32 ? t.tok[0] : t.tok[1], g & 31);
+            if (pt == 0) {
 #pragma unroll
               for (int slab = 0; slab < HD / 64; ++slab)
                 wg::tma_load_3d(tile_base + slab * (BN * 128) + g * 128, map, slab * 64, kvh, token, full);
             }
-          } else {
-            wg::mbar_arrive(full);
           }
-          continue;
+        } else {
+          wg::mbar_arrive(full);
         }
-        const bf16* src_base = (kv == 0 ? a.k : a.v) + c * 8;
-        const uint32_t dst_base = (kv == 0 ? sK : sV) + s * C::kTileBytes + chunk_off;
-#pragma unroll
-        for (int pass = 0; pass < BN / kRowsPerPass; ++pass) {
-          const int r = pass * kRowsPerPass + rr;
-          const int64_t o = __shfl_sync(0xffffffffu, r < 32 ? off[0] : off[1], r & 31);
-          const uint32_t dst = dst_base + r * 128 + (((c & 7) ^ (r & 7)) << 4);
-          const bf16* src = o >= 0 ? src_base + o : src_base;
-          asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(o >= 0 ? 16 : 0));
-        }
-        wg::mbar_arrive_cp_async(kv == 0 ? full_k(s) : full_v(s));
+        return;
+      }
+      const bf16* src_base = (kv == 0 ? a.k : a.v) + c * 8;
+      const uint32_t dst_base = (kv == 0 ? sK : sV) + s * C::kTileBytes + chunk_off;
+#pragma unroll 8
+      for (int pass = 0; pass < BN / kRowsPerPass; ++pass) {
+        const int r = pass * kRowsPerPass + rr;
+        const int64_t o = __shfl_sync(0xffffffffu, r < 32 ? t.off[0] : t.off[1], r & 31);
+        const uint32_t dst = dst_base + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+        const bf16* src = o >= 0 ? src_base + o : src_base;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(o >= 0 ? 16 : 0));
+      }
+      wg::mbar_arrive_cp_async(full);
+    };
+    // Order of the loads: the consumers' order. Serial: K and V of tile j. Pipelined: K of tile j
+    // with V of tile j-1 (what one consumer step reads), so K of tile j+1 is requested as soon
+    // as S of tile j has freed its stage, not behind V of tile j, whose stage frees only when the
+    // P·V of tile j-1 completes at the end of the step (hd512 has a single stage of each).
+    TileSrc cur, prev;
+    for (int step = 0; step < n_tiles + (C::kPipelined ? 1 : 0); ++step) {
+      if (step < n_tiles) {
+        lookup(step, cur);
+        load(0, step, cur);
+      }
+      if constexpr (C::kPipelined) {
+        if (step > 0) load(1, step - 1, prev);
+        prev = cur;
+      } else {
+        load(1, step, cur);
       }
     }
     cp_async_wait<0>();
@@ -450,11 +477,15 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         const int s = it % ST, parity = (it / ST) & 1, k0 = (t_begin + it) * BN;
         const int sp = (it - 1) % ST, pparity = ((it - 1) / ST) & 1;  // stage of tile it-1
         float sc[32];
+        // S of tile it first, then wait for V of tile it-1: with one V stage (hd512) that V was
+        // only requested when the last P·V finished, and S covers part of its load.
         wg::mbar_wait(full_k(s), parity);
-        wg::mbar_wait(full_v(sp), pparity);
         wg::fence_proxy_async();
         wg::fence();
         issue_s(sc, s);
+        wg::mbar_wait(full_v(sp), pparity);
+        wg::fence_proxy_async();
+        wg::fence();  // else ptxas inserts one itself after the wait loop (C7519)
         issue_pv(p, sp);
         wg::wait<1>();  // groups complete in order: S of tile it is done, P·V may still run
         wg::pin(sc);
