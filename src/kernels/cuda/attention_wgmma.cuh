@@ -53,6 +53,10 @@ struct WgConfig {
   // a.tma_box_rows keys x 64 columns (one per page piece and slab, issued by one thread); the
   // others (the last tile, tiles reaching freed pages) keep the cp.async zero-fill gather.
   static constexpr bool kTma = TMA;
+  // TMA variants run as clusters of two CTAs (adjacent query tiles of one KV head) that visit
+  // the union of their key ranges and share every TMA-loaded K/V tile: each CTA loads half of
+  // its slabs and multicasts them to both, so K/V cross from L2 once per 2·kBlockM rows.
+  static constexpr bool kPair = TMA;
   static constexpr bool kPipelined = PIPELINED;  // P·V of tile j-1 overlaps the softmax of tile j
   static constexpr bool kSplitD = HD == 512;          // warpgroups split the head dim (see above)
   static constexpr int kBlockM = kSplitD ? 64 : 128;  // packed query rows per CTA
@@ -72,7 +76,7 @@ struct WgConfig {
   static constexpr uint32_t kOffX = kOffV + kStages * kTileBytes;
   static constexpr uint32_t kOffBar = kOffX + kXBytes;      // 4 barriers per stage
   static constexpr uint32_t kOffRows = kOffBar + 4 * kStages * 8;
-  static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kOffRows + kBlockM * 4;
+  static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kOffRows + (kPair ? 2 : 1) * kBlockM * 4;
   static_assert(kDimsPerWg == 256, "one m64n256 accumulator per consumer warpgroup");
   static_assert(kSmemBytes <= 232448, "over the 227 KB a CTA may use");
 };
@@ -145,6 +149,25 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
       : "memory");
 }
+// The same box multicast to the CTAs of `mask` (same shared-memory offsets, each CTA's own
+// barrier at `bar`'s offset).
+__device__ __forceinline__ void tma_load_3d_multicast(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2,
+                                                      uint32_t bar, uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
+      : "memory");
+}
+// Arrives on the barrier at the same offset in CTA `cta` of the cluster.
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(cta));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
 __device__ __forceinline__ void consumer_bar_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 
 #endif
@@ -183,40 +206,44 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   const int rows = q_len * a.group;
   const int row0 = q_tile * BM;
   if (row0 >= rows) return;
+  // Cluster pair (kPair): CTA rank blockIdx.x & 1 of a cluster of two along x. It shares K/V with
+  // its partner only when both have rows and TMA is on; both CTAs decide alike from the same
+  // numbers, and an unpaired CTA touches nothing of the other.
+  uint32_t cluster_ctas = 1;
+  if constexpr (C::kPair) asm("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(cluster_ctas));
+  const uint32_t rank = blockIdx.x & 1;
+  const int partner_row0 = (gridDim.x - 1 - int(blockIdx.x ^ 1)) * BM;
+  const bool paired = C::kPair && cluster_ctas == 2 && a.tma_box_rows > 0 && partner_row0 < rows;
+  const int range_rows = paired ? 2 * BM : BM;  // rows whose keys this CTA visits
   const int kv_len = a.kv_len[seq];
   const int* page_table = a.page_table + int64_t(seq) * a.max_pages;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
-  // ---- set-up, all threads: barriers, row positions, the Q tile (zero rows past the end) ----
+  // ---- set-up, all threads: barriers, row positions ----
   if (tid == 0) {
     for (int s = 0; s < ST; ++s) {
       wg::mbar_init(full_k(s), 128), wg::mbar_init(full_v(s), 128);  // every producer thread
-      wg::mbar_init(empty_k(s), 8), wg::mbar_init(empty_v(s), 8);    // one arrival per consumer warp
+      // One arrival per consumer warp, of both CTAs when paired.
+      wg::mbar_init(empty_k(s), paired ? 16 : 8), wg::mbar_init(empty_v(s), paired ? 16 : 8);
     }
+    if (paired) asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  for (int r = tid; r < BM; r += C::kThreads) sRowPos[r] = row0 + r < rows ? a.positions[q0 + (row0 + r) / a.group] : -1;
-  for (int i = tid; i < BM * C::kChunks; i += C::kThreads) {
-    const int r = i / C::kChunks, c = i % C::kChunks, pr = row0 + r;
-    const bool ok = pr < rows;
-    const bf16* src = a.q;
-    if (ok) {
-      const int t = q0 + pr / a.group, head = kvh * a.group + pr % a.group;
-      src = a.q + (int64_t(t) * a.num_q_heads + head) * HD + c * 8;
-    }
-    const uint32_t dst = sQ + (c >> 3) * (BM * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
+  // Positions of this CTA's rows, then (paired) of the partner's.
+  for (int r = tid; r < range_rows; r += C::kThreads) {
+    const int pr = r < BM ? row0 + r : partner_row0 + r - BM;
+    sRowPos[r] = pr < rows ? a.positions[q0 + pr / a.group] : -1;
   }
-  cp_async_commit();
-  cp_async_wait<0>();
-  wg::fence_proxy_async();
   __syncthreads();
+  if (paired) wg::cluster_sync();  // both CTAs' barriers initialised before either touches the other's
 
-  // Key tiles to visit (identical for every warp: the barriers count tiles).
+  // Key tiles to visit (identical for every warp: the barriers count tiles; paired: the union of
+  // both CTAs' ranges, identical in both).
   int pmin = INT_MAX, pmax = -1;
-  for (int r = 0; r < BM; ++r) {
+  for (int r = lane; r < range_rows; r += 32) {
     const int p = sRowPos[r];
     if (p >= 0) pmin = min(pmin, p), pmax = max(pmax, p);
   }
+  pmin = __reduce_min_sync(0xffffffffu, pmin), pmax = __reduce_max_sync(0xffffffffu, pmax);
   int lo = 0, hi = min(kv_len, pmax + 1);
   if (a.window > 0) lo = max(0, pmin - a.window + 1);
   hi = max(hi, lo);
@@ -269,13 +296,21 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         if (warp == 8) {
           // Expect the bytes before issuing the copies; the phase also waits for the other
           // 127 producer threads' plain arrivals.
+          // Paired: the tile's bytes come half from this CTA's copies, half from the partner's.
           if (pt == 0) wg::mbar_arrive_expect_tx(full, C::kTileBytes);
           else wg::mbar_arrive(full);
           const CUtensorMap* map = kv == 0 ? &tma_k : &tma_v;
           const uint32_t tile_base = (kv == 0 ? sK : sV) + s * C::kTileBytes;
           for (int g = 0; g < BN; g += a.tma_box_rows) {  // boxes never straddle a page
             const int token = __shfl_sync(0xffffffffu, g < 32 ? t.tok[0] : t.tok[1], g & 31);
-            if (pt == 0) {
+            if (pt == 0 && paired) {
+              constexpr int kHalf = HD / 128;  // slabs per CTA
+#pragma unroll
+              for (int i = 0; i < kHalf; ++i) {
+                const int slab = int(rank) * kHalf + i;
+                wg::tma_load_3d_multicast(tile_base + slab * (BN * 128) + g * 128, map, slab * 64, kvh, token, full, 3);
+              }
+            } else if (pt == 0) {
 #pragma unroll
               for (int slab = 0; slab < HD / 64; ++slab)
                 wg::tma_load_3d(tile_base + slab * (BN * 128) + g * 128, map, slab * 64, kvh, token, full);
@@ -315,10 +350,36 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         load(1, step, cur);
       }
     }
+    if (paired) {
+      // The partner's consumers arrive on this CTA's empty barriers (and read what this CTA
+      // multicast): stay until the last use of every stage has been released by both.
+      for (int s = 0; s < ST; ++s) {
+        const int uses = (n_tiles - s + ST - 1) / ST;
+        if (uses > 0) wg::mbar_wait(empty_k(s), (uses - 1) & 1), wg::mbar_wait(empty_v(s), (uses - 1) & 1);
+      }
+    }
     cp_async_wait<0>();
     return;
   }
   wg::setmaxnreg_inc<216>();
+
+  // The Q tile (zero rows past the end), by the consumers alone: the producer has already
+  // started on K/V meanwhile.
+  for (int i = tid; i < BM * C::kChunks; i += C::kConsumerThreads) {
+    const int r = i / C::kChunks, c = i % C::kChunks, pr = row0 + r;
+    const bool ok = pr < rows;
+    const bf16* src = a.q;
+    if (ok) {
+      const int t = q0 + pr / a.group, head = kvh * a.group + pr % a.group;
+      src = a.q + (int64_t(t) * a.num_q_heads + head) * HD + c * 8;
+    }
+    const uint32_t dst = sQ + (c >> 3) * (BM * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
+  }
+  cp_async_commit();
+  cp_async_wait<0>();
+  wg::fence_proxy_async();
+  wg::consumer_bar_sync();
 
   // ---- consumer warpgroups ----
   const int wgi = warp >> 2;                       // 0 or 1
@@ -329,10 +390,20 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   const int r_lo = wg_row0 + w4 * 16 + (lane >> 2);
   const int qpos[2] = {sRowPos[r_lo], sRowPos[r_lo + 8]};
   int wpmin = INT_MAX, wpmax = -1;                 // this warpgroup's rows, for skipping the mask
-  for (int r = wg_row0; r < wg_row0 + 64; ++r) {
+  for (int r = wg_row0 + lane; r < wg_row0 + 64; r += 32) {
     const int p = sRowPos[r];
     if (p >= 0) wpmin = min(wpmin, p), wpmax = max(wpmax, p);
   }
+  wpmin = __reduce_min_sync(0xffffffffu, wpmin), wpmax = __reduce_max_sync(0xffffffffu, wpmax);
+
+  // A stage read by this warp's wgmma may be refilled: one arrival per warp, on both CTAs' empty
+  // barriers when paired (the producers multicast into both).
+  auto release = [&](uint32_t bar) {
+    if (lane == 0) {
+      wg::mbar_arrive(bar);
+      if (paired) wg::mbar_arrive_cluster(bar, rank ^ 1u);
+    }
+  };
 
   float o[128];
 #pragma unroll
@@ -435,7 +506,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       issue_s(sc, s);
       wg::wait<0>();
       wg::pin(sc);
-      if (lane == 0) wg::mbar_arrive(empty_k(s));
+      release(empty_k(s));
       exchange(sc);
       uint32_t p[16];
       float alpha[2];
@@ -448,7 +519,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       issue_pv(p, s);
       wg::wait<0>();
       wg::pin(o);
-      if (lane == 0) wg::mbar_arrive(empty_v(s));
+      release(empty_v(s));
     }
   } else {
     // Software pipeline inside the warpgroup (FlashAttention-3's intra-warpgroup overlap): the
@@ -467,7 +538,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         issue_s(sc, 0);
         wg::wait<0>();
         wg::pin(sc);
-        if (lane == 0) wg::mbar_arrive(empty_k(0));
+        release(empty_k(0));
         exchange(sc);
         float alpha[2];
         softmax(sc, t_begin * BN, alpha);  // O is still zero: no rescale
@@ -489,7 +560,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         issue_pv(p, sp);
         wg::wait<1>();  // groups complete in order: S of tile it is done, P·V may still run
         wg::pin(sc);
-        if (lane == 0) wg::mbar_arrive(empty_k(s));
+        release(empty_k(s));
         exchange(sc);
         float alpha[2];
         softmax(sc, k0, alpha);
@@ -499,7 +570,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         // not extend the live range of a wgmma's register operands to the wait_group, so a P
         // computed (or copied) during that P·V may land in the very registers it reads, which
         // ptxas answers by serialising every wgmma of the kernel (warning C7513).
-        if (lane == 0) wg::mbar_arrive(empty_v(sp));
+        release(empty_v(sp));
         rescale_o(alpha);
         pack_p(sc, p);
       }
@@ -510,6 +581,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       issue_pv(p, sl);
       wg::wait<0>();
       wg::pin(o);
+      release(empty_v(sl));
     }
   }
 
@@ -579,8 +651,24 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
                                        int(C::kSmemBytes)));
     done_devices.fetch_or(bit, std::memory_order_acq_rel);
   }
-  const dim3 grid(g.q_tiles, g.kv_heads * a.num_splits, g.num_seqs);
-  attention_wgmma_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(a, map_k, map_v);
+  if (C::kPair && a.tma_box_rows > 0 && g.q_tiles > 1) {
+    // Clusters of two along x: an even number of query tiles (a CTA past the rows exits at once).
+    // (One query tile, as in decode and verify batches: no partner, plain launch.)
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3((g.q_tiles + 1) & ~1, g.kv_heads * a.num_splits, g.num_seqs);
+    cfg.blockDim = dim3(C::kThreads);
+    cfg.dynamicSmemBytes = C::kSmemBytes;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = 2, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, attention_wgmma_kernel<C>, a, map_k, map_v));
+  } else {
+    const dim3 grid(g.q_tiles, g.kv_heads * a.num_splits, g.num_seqs);
+    attention_wgmma_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(a, map_k, map_v);
+  }
   GS_CUDA_LAUNCHED("attention_wgmma_kernel");
 }
 
