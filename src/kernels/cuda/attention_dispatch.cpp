@@ -133,8 +133,8 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
     case TileKernel::Hd512Wgmma: return {"hd512 wgmma split d, pipelined (sm_90a)", 512, 64, 64};
     case TileKernel::Hd256WgmmaSerial: return {"hd256 wgmma serial (sm_90a)", 256, 128, 64};
     case TileKernel::Hd512WgmmaSerial: return {"hd512 wgmma split d, serial (sm_90a)", 512, 64, 64};
-    case TileKernel::Hd256WgmmaTma: return {"hd256 wgmma pipelined, TMA (sm_90a)", 256, 128, 64};
-    case TileKernel::Hd512WgmmaTma: return {"hd512 wgmma split d, pipelined, TMA (sm_90a)", 512, 64, 64};
+    case TileKernel::Hd256WgmmaTma: return {"hd256 wgmma pipelined, TMA, CTA pairs (sm_90a)", 256, 128, 64};
+    case TileKernel::Hd512WgmmaTma: return {"hd512 wgmma split d, pipelined, TMA, CTA pairs (sm_90a)", 512, 64, 64};
     case TileKernel::Hd512Split8: return {"hd512 decode 8 warps split d, 32 keys x3", 512, 16, 32};
     case TileKernel::Hd512Split8Fine: return {"hd512 decode 8 warps split d, 16 keys x6", 512, 16, 16};
     case TileKernel::Hd512Split8Pair: return {"hd512 decode 8 warps split d, 16 keys x3, 2/SM", 512, 16, 16};
@@ -150,12 +150,13 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
 // 4x1 2.62; hd512: 4x2 15.4 ms, 4x4 16.2); for decode a third K/V stage bought nothing.
 //
 // On Hopper (sm_90a build, sm_90 device), batches with more than 16 packed rows and no vision
-// overlay go to the wgmma kernels (H200, 2026-11-24): hd256 to the cp.async-fed one (prefill 8k
-// W1024: 0.90 ms against 1.99 ms for 4x4 warps; its TMA variant measured 0.93), hd512 to the TMA
-// one when pages hold a multiple of 8 keys (prefill 8k causal: 11.2 ms against 15.4 ms for 4x2
-// warps; verify b64 q4: 0.84 against 1.02 ms; fed by cp.async it took 18.7 ms, so other page
-// sizes stay on mma.sync). The vision-block overlay is not implemented in the wgmma kernels: such
-// batches keep the mma.sync kernels, as do decode batches (<= 16 rows).
+// overlay go to the wgmma kernels, the serial cp.async-fed ones since 2026-11-25 (H200, after the
+// C7513 fix: prefill 8k W1024 0.792 ms serial against 0.807 pipelined and 0.894 TMA pairs; hd512
+// prefill 8k causal 7.84 ms serial against 7.96 TMA pairs, verify b64 q4 0.532 against 0.658 ms;
+// 4x4 / 4x2 mma.sync warps took 1.99 / 15.4 ms). hd512 keeps the page_size % 8 condition it had
+// with the TMA kernel (the wgmma suite covers page sizes 8-48 only; others stay on mma.sync). The
+// vision-block overlay is not implemented in the wgmma kernels: such batches keep the mma.sync
+// kernels, as do decode batches (<= 16 rows).
 //
 // Decode at head dim 512 (<= 16 rows) goes to the split-d decode kernel with 16-key tiles, 3
 // stages and two CTAs per SM (attention_decode.cuh; H200, 2026-11-25: b64 ctx4k 31B 0.494 ms =
@@ -164,8 +165,8 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
 static TileKernel choose_kernel(int head_dim, int64_t rows, bool vision_overlay, int page_size) {
   const bool narrow = rows <= 16;
   if (!narrow && !vision_overlay && attn::wgmma_supported()) {
-    if (head_dim == 256) return TileKernel::Hd256Wgmma;
-    if (page_size % 8 == 0) return TileKernel::Hd512WgmmaTma;
+    if (head_dim == 256) return TileKernel::Hd256WgmmaSerial;
+    if (page_size % 8 == 0) return TileKernel::Hd512WgmmaSerial;
   }
   if (head_dim == 256) return narrow ? TileKernel::Hd256Narrow : TileKernel::Hd256WideQuad;
   return narrow ? TileKernel::Hd512Split8Pair : TileKernel::Hd512Wide;

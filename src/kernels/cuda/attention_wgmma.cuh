@@ -53,6 +53,10 @@ struct WgConfig {
   // a.tma_box_rows keys x 64 columns (one per page piece and slab, issued by one thread); the
   // others (the last tile, tiles reaching freed pages) keep the cp.async zero-fill gather.
   static constexpr bool kTma = TMA;
+  // TMA variants run as clusters of two CTAs (adjacent query tiles of one KV head) that visit
+  // the union of their key ranges and share every TMA-loaded K/V tile: each CTA loads half of
+  // its slabs and multicasts them to both, so K/V cross from L2 once per 2·kBlockM rows.
+  static constexpr bool kPair = TMA;
   static constexpr bool kPipelined = PIPELINED;  // P·V of tile j-1 overlaps the softmax of tile j
   static constexpr bool kSplitD = HD == 512;          // warpgroups split the head dim (see above)
   static constexpr int kBlockM = kSplitD ? 64 : 128;  // packed query rows per CTA
@@ -72,7 +76,7 @@ struct WgConfig {
   static constexpr uint32_t kOffX = kOffV + kStages * kTileBytes;
   static constexpr uint32_t kOffBar = kOffX + kXBytes;      // 4 barriers per stage
   static constexpr uint32_t kOffRows = kOffBar + 4 * kStages * 8;
-  static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kOffRows + kBlockM * 4;
+  static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kOffRows + (kPair ? 2 : 1) * kBlockM * 4;
   static_assert(kDimsPerWg == 256, "one m64n256 accumulator per consumer warpgroup");
   static_assert(kSmemBytes <= 232448, "over the 227 KB a CTA may use");
 };
@@ -145,6 +149,25 @@ __device__ __forceinline__ void tma_load_3d(uint32_t dst, const CUtensorMap* map
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar)
       : "memory");
 }
+// The same box multicast to the CTAs of `mask` (same shared-memory offsets, each CTA's own
+// barrier at `bar`'s offset).
+__device__ __forceinline__ void tma_load_3d_multicast(uint32_t dst, const CUtensorMap* map, int c0, int c1, int c2,
+                                                      uint32_t bar, uint16_t mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
+      : "memory");
+}
+// Arrives on the barrier at the same offset in CTA `cta` of the cluster.
+__device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(cta));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+__device__ __forceinline__ void cluster_sync() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
 __device__ __forceinline__ void consumer_bar_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
 
 #endif
@@ -183,19 +206,166 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   const int rows = q_len * a.group;
   const int row0 = q_tile * BM;
   if (row0 >= rows) return;
+  // Cluster pair (kPair): CTA rank blockIdx.x & 1 of a cluster of two along x. It shares K/V with
+  // its partner only when both have rows and TMA is on; both CTAs decide alike from the same
+  // numbers, and an unpaired CTA touches nothing of the other.
+  uint32_t cluster_ctas = 1;
+  if constexpr (C::kPair) asm("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(cluster_ctas));
+  const uint32_t rank = blockIdx.x & 1;
+  const int partner_row0 = (gridDim.x - 1 - int(blockIdx.x ^ 1)) * BM;
+  const bool paired = C::kPair && cluster_ctas == 2 && a.tma_box_rows > 0 && partner_row0 < rows;
+  const int range_rows = paired ? 2 * BM : BM;  // rows whose keys this CTA visits
   const int kv_len = a.kv_len[seq];
   const int* page_table = a.page_table + int64_t(seq) * a.max_pages;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
-  // ---- set-up, all threads: barriers, row positions, the Q tile (zero rows past the end) ----
+  // ---- set-up, all threads: barriers, row positions ----
   if (tid == 0) {
     for (int s = 0; s < ST; ++s) {
       wg::mbar_init(full_k(s), 128), wg::mbar_init(full_v(s), 128);  // every producer thread
-      wg::mbar_init(empty_k(s), 8), wg::mbar_init(empty_v(s), 8);    // one arrival per consumer warp
+      // One arrival per consumer warp, of both CTAs when paired.
+      wg::mbar_init(empty_k(s), paired ? 16 : 8), wg::mbar_init(empty_v(s), paired ? 16 : 8);
     }
+    if (paired) asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  for (int r = tid; r < BM; r += C::kThreads) sRowPos[r] = row0 + r < rows ? a.positions[q0 + (row0 + r) / a.group] : -1;
-  for (int i = tid; i < BM * C::kChunks; i += C::kThreads) {
+  // Positions of this CTA's rows, then (paired) of the partner's.
+  for (int r = tid; r < range_rows; r += C::kThreads) {
+    const int pr = r < BM ? row0 + r : partner_row0 + r - BM;
+    sRowPos[r] = pr < rows ? a.positions[q0 + pr / a.group] : -1;
+  }
+  __syncthreads();
+  if (paired) wg::cluster_sync();  // both CTAs' barriers initialised before either touches the other's
+
+  // Key tiles to visit (identical for every warp: the barriers count tiles; paired: the union of
+  // both CTAs' ranges, identical in both).
+  int pmin = INT_MAX, pmax = -1;
+  for (int r = lane; r < range_rows; r += 32) {
+    const int p = sRowPos[r];
+    if (p >= 0) pmin = min(pmin, p), pmax = max(pmax, p);
+  }
+  pmin = __reduce_min_sync(0xffffffffu, pmin), pmax = __reduce_max_sync(0xffffffffu, pmax);
+  int lo = 0, hi = min(kv_len, pmax + 1);
+  if (a.window > 0) lo = max(0, pmin - a.window + 1);
+  hi = max(hi, lo);
+  const int tiles_lo = lo / BN, tiles_hi = (hi + BN - 1) / BN;
+  const int per_split = (tiles_hi - tiles_lo + a.num_splits - 1) / a.num_splits;
+  const int t_begin = tiles_lo + split * per_split;
+  const int n_tiles = max(0, min(tiles_hi, t_begin + per_split) - t_begin);
+
+  if (warp >= 8) {
+    // ---- producer warpgroup: K then V of each tile, as soon as the consumers free the stage ----
+    // It needs few registers; give the rest to the consumers (whose O alone is 128 per thread).
+    wg::setmaxnreg_dec<72>();
+    // Thread pt copies 16-byte chunk column c of rows rr, rr + kRowsPerPass, ...: a warp always
+    // works on one key row (512 contiguous bytes per warp-instruction). Lane l of every warp looks
+    // up keys l and l + 32 of the tile (-1: zero fill) and the warp shares them by shuffles.
+    constexpr int kRowsPerPass = 128 / C::kChunks;
+    const int pt = tid - C::kConsumerThreads, c = pt % C::kChunks, rr = pt / C::kChunks;
+    const uint32_t chunk_off = (c >> 3) * (BN * 128);
+    // Where a tile's keys come from: lane l of every producer warp looks up keys l and l + 32 of
+    // the tile once (off: element offset in the pool, -1: zero fill; tok: pool token for TMA),
+    // and the warps share them by shuffles, for K and for V.
+    struct TileSrc {
+      int64_t off[2];
+      int tok[2];
+      bool tma;  // every key below kv_len and on a live page: the whole tile can come by TMA
+    };
+    auto lookup = [&](int j, TileSrc& t) {
+      const int k0 = (t_begin + j) * BN;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int key = k0 + lane + 32 * h;
+        t.off[h] = -1, t.tok[h] = 0;
+        if (key < kv_len) {
+          const int lp = a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size;
+          const int slot = key - lp * a.page_size;
+          const int page = page_table[lp];
+          if (page >= 0) {
+            t.off[h] = int64_t(page) * a.page_stride + int64_t(slot) * a.token_stride + int64_t(kvh) * HD;
+            t.tok[h] = page * a.page_size + slot;
+          }
+        }
+      }
+      t.tma = C::kTma && a.tma_box_rows > 0 && __all_sync(0xffffffffu, t.off[0] >= 0 && t.off[1] >= 0);
+    };
+    auto load = [&](int kv, int j, const TileSrc& t) {
+      const int s = j % ST, use = j / ST;
+      if (use > 0) wg::mbar_wait(kv == 0 ? empty_k(s) : empty_v(s), (use - 1) & 1);
+      const uint32_t full = kv == 0 ? full_k(s) : full_v(s);
+      if (t.tma) {
+        if (warp == 8) {
+          // Expect the bytes before issuing the copies; the phase also waits for the other
+          // 127 producer threads' plain arrivals.
+          // Paired: the tile's bytes come half from this CTA's copies, half from the partner's.
+          if (pt == 0) wg::mbar_arrive_expect_tx(full, C::kTileBytes);
+          else wg::mbar_arrive(full);
+          const CUtensorMap* map = kv == 0 ? &tma_k : &tma_v;
+          const uint32_t tile_base = (kv == 0 ? sK : sV) + s * C::kTileBytes;
+          for (int g = 0; g < BN; g += a.tma_box_rows) {  // boxes never straddle a page
+            const int token = __shfl_sync(0xffffffffu, g < 32 ? t.tok[0] : t.tok[1], g & 31);
+            if (pt == 0 && paired) {
+              constexpr int kHalf = HD / 128;  // slabs per CTA
+#pragma unroll
+              for (int i = 0; i < kHalf; ++i) {
+                const int slab = int(rank) * kHalf + i;
+                wg::tma_load_3d_multicast(tile_base + slab * (BN * 128) + g * 128, map, slab * 64, kvh, token, full, 3);
+              }
+            } else if (pt == 0) {
+#pragma unroll
+              for (int slab = 0; slab < HD / 64; ++slab)
+                wg::tma_load_3d(tile_base + slab * (BN * 128) + g * 128, map, slab * 64, kvh, token, full);
+            }
+          }
+        } else {
+          wg::mbar_arrive(full);
+        }
+        return;
+      }
+      const bf16* src_base = (kv == 0 ? a.k : a.v) + c * 8;
+      const uint32_t dst_base = (kv == 0 ? sK : sV) + s * C::kTileBytes + chunk_off;
+#pragma unroll 8
+      for (int pass = 0; pass < BN / kRowsPerPass; ++pass) {
+        const int r = pass * kRowsPerPass + rr;
+        const int64_t o = __shfl_sync(0xffffffffu, r < 32 ? t.off[0] : t.off[1], r & 31);
+        const uint32_t dst = dst_base + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+        const bf16* src = o >= 0 ? src_base + o : src_base;
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(o >= 0 ? 16 : 0));
+      }
+      wg::mbar_arrive_cp_async(full);
+    };
+    // Order of the loads: the consumers' order. Serial: K and V of tile j. Pipelined: K of tile j
+    // with V of tile j-1 (what one consumer step reads), so K of tile j+1 is requested as soon
+    // as S of tile j has freed its stage, not behind V of tile j, whose stage frees only when the
+    // P·V of tile j-1 completes at the end of the step (hd512 has a single stage of each).
+    TileSrc cur, prev;
+    for (int step = 0; step < n_tiles + (C::kPipelined ? 1 : 0); ++step) {
+      if (step < n_tiles) {
+        lookup(step, cur);
+        load(0, step, cur);
+      }
+      if constexpr (C::kPipelined) {
+        if (step > 0) load(1, step - 1, prev);
+        prev = cur;
+      } else {
+        load(1, step, cur);
+      }
+    }
+    if (paired) {
+      // The partner's consumers arrive on this CTA's empty barriers (and read what this CTA
+      // multicast): stay until the last use of every stage has been released by both.
+      for (int s = 0; s < ST; ++s) {
+        const int uses = (n_tiles - s + ST - 1) / ST;
+        if (uses > 0) wg::mbar_wait(empty_k(s), (uses - 1) & 1), wg::mbar_wait(empty_v(s), (uses - 1) & 1);
+      }
+    }
+    cp_async_wait<0>();
+    return;
+  }
+  wg::setmaxnreg_inc<216>();
+
+  // The Q tile (zero rows past the end), by the consumers alone: the producer has already
+  // started on K/V meanwhile.
+  for (int i = tid; i < BM * C::kChunks; i += C::kConsumerThreads) {
     const int r = i / C::kChunks, c = i % C::kChunks, pr = row0 + r;
     const bool ok = pr < rows;
     const bf16* src = a.q;
@@ -209,89 +379,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   cp_async_commit();
   cp_async_wait<0>();
   wg::fence_proxy_async();
-  __syncthreads();
-
-  // Key tiles to visit (identical for every warp: the barriers count tiles).
-  int pmin = INT_MAX, pmax = -1;
-  for (int r = 0; r < BM; ++r) {
-    const int p = sRowPos[r];
-    if (p >= 0) pmin = min(pmin, p), pmax = max(pmax, p);
-  }
-  int lo = 0, hi = min(kv_len, pmax + 1);
-  if (a.window > 0) lo = max(0, pmin - a.window + 1);
-  hi = max(hi, lo);
-  const int tiles_lo = lo / BN, tiles_hi = (hi + BN - 1) / BN;
-  const int per_split = (tiles_hi - tiles_lo + a.num_splits - 1) / a.num_splits;
-  const int t_begin = tiles_lo + split * per_split;
-  const int n_tiles = max(0, min(tiles_hi, t_begin + per_split) - t_begin);
-
-  if (warp >= 8) {
-    // ---- producer warpgroup: K then V of each tile, as soon as the consumers free the stage ----
-    // It needs few registers; give the rest to the consumers (whose O alone is 128 per thread).
-    wg::setmaxnreg_dec<40>();
-    // Thread pt copies 16-byte chunk column c of rows rr, rr + kRowsPerPass, ...: a warp always
-    // works on one key row (512 contiguous bytes per warp-instruction). Lane l of every warp looks
-    // up keys l and l + 32 of the tile (-1: zero fill) and the warp shares them by shuffles.
-    constexpr int kRowsPerPass = 128 / C::kChunks;
-    const int pt = tid - C::kConsumerThreads, c = pt % C::kChunks, rr = pt / C::kChunks;
-    const uint32_t chunk_off = (c >> 3) * (BN * 128);
-    for (int j = 0; j < n_tiles; ++j) {
-      const int s = j % ST, use = j / ST, k0 = (t_begin + j) * BN;
-      int64_t off[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int key = k0 + lane + 32 * h;
-        off[h] = -1;
-        if (key < kv_len) {
-          const int lp = a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size;
-          const int slot = key - lp * a.page_size;
-          const int page = page_table[lp];
-          if (page >= 0) off[h] = int64_t(page) * a.page_stride + int64_t(slot) * a.token_stride + int64_t(kvh) * HD;
-        }
-      }
-      // Every key of the tile below kv_len and on a live page: the whole tile can come by TMA.
-      const bool tma_tile = C::kTma && a.tma_box_rows > 0 && __all_sync(0xffffffffu, off[0] >= 0 && off[1] >= 0);
-#pragma unroll
-      for (int kv = 0; kv < 2; ++kv) {
-        if (use > 0) wg::mbar_wait(kv == 0 ? empty_k(s) : empty_v(s), (use - 1) & 1);
-        const uint32_t full = kv == 0 ? full_k(s) : full_v(s);
-        if (tma_tile) {
-          if (pt == 0) {
-            // Expect the bytes before issuing the copies; the phase also waits for the other
-            // 127 producer threads' plain arrivals.
-            wg::mbar_arrive_expect_tx(full, C::kTileBytes);
-            const CUtensorMap* map = kv == 0 ? &tma_k : &tma_v;
-            const uint32_t tile_base = (kv == 0 ? sK : sV) + s * C::kTileBytes;
-            for (int g = 0; g < BN; g += a.tma_box_rows) {
-              const int key = k0 + g;
-              const int lp = a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size;
-              const int token = page_table[lp] * a.page_size + (key - lp * a.page_size);
-#pragma unroll
-              for (int slab = 0; slab < HD / 64; ++slab)
-                wg::tma_load_3d(tile_base + slab * (BN * 128) + g * 128, map, slab * 64, kvh, token, full);
-            }
-          } else {
-            wg::mbar_arrive(full);
-          }
-          continue;
-        }
-        const bf16* src_base = (kv == 0 ? a.k : a.v) + c * 8;
-        const uint32_t dst_base = (kv == 0 ? sK : sV) + s * C::kTileBytes + chunk_off;
-#pragma unroll
-        for (int pass = 0; pass < BN / kRowsPerPass; ++pass) {
-          const int r = pass * kRowsPerPass + rr;
-          const int64_t o = __shfl_sync(0xffffffffu, r < 32 ? off[0] : off[1], r & 31);
-          const uint32_t dst = dst_base + r * 128 + (((c & 7) ^ (r & 7)) << 4);
-          const bf16* src = o >= 0 ? src_base + o : src_base;
-          asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(o >= 0 ? 16 : 0));
-        }
-        wg::mbar_arrive_cp_async(kv == 0 ? full_k(s) : full_v(s));
-      }
-    }
-    cp_async_wait<0>();
-    return;
-  }
-  wg::setmaxnreg_inc<232>();
+  wg::consumer_bar_sync();
 
   // ---- consumer warpgroups ----
   const int wgi = warp >> 2;                       // 0 or 1
@@ -302,10 +390,20 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   const int r_lo = wg_row0 + w4 * 16 + (lane >> 2);
   const int qpos[2] = {sRowPos[r_lo], sRowPos[r_lo + 8]};
   int wpmin = INT_MAX, wpmax = -1;                 // this warpgroup's rows, for skipping the mask
-  for (int r = wg_row0; r < wg_row0 + 64; ++r) {
+  for (int r = wg_row0 + lane; r < wg_row0 + 64; r += 32) {
     const int p = sRowPos[r];
     if (p >= 0) wpmin = min(wpmin, p), wpmax = max(wpmax, p);
   }
+  wpmin = __reduce_min_sync(0xffffffffu, wpmin), wpmax = __reduce_max_sync(0xffffffffu, wpmax);
+
+  // A stage read by this warp's wgmma may be refilled: one arrival per warp, on both CTAs' empty
+  // barriers when paired (the producers multicast into both).
+  auto release = [&](uint32_t bar) {
+    if (lane == 0) {
+      wg::mbar_arrive(bar);
+      if (paired) wg::mbar_arrive_cluster(bar, rank ^ 1u);
+    }
+  };
 
   float o[128];
 #pragma unroll
@@ -347,9 +445,10 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       wg::consumer_bar_sync();  // both have read before the next tile overwrites
     }
   };
-  // Scale (log2 domain), mask on boundary tiles, online softmax: P of the tile into p, the
-  // factor the running O must be rescaled by into alpha.
-  auto softmax = [&](float (&sc)[32], int k0, uint32_t (&p)[16], float (&alpha)[2]) {
+  // Scale (log2 domain), mask on boundary tiles, online softmax: the unnormalised probabilities
+  // of the tile replace the scores in sc (f32; pack_p turns them into the bf16 A operand), the
+  // factor the running O must be rescaled by goes into alpha.
+  auto softmax = [&](float (&sc)[32], int k0, float (&alpha)[2]) {
     const bool all_visible =
         k0 + BN <= kv_len && k0 + BN - 1 <= wpmin && (a.window == 0 || wpmax - k0 < a.window);
     float mx[2] = {-INFINITY, -INFINITY};
@@ -381,8 +480,12 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       const int h = (i >> 1) & 1;
       const float e0 = exp2f(sc[i] - base_m[h]), e1 = exp2f(sc[i + 1] - base_m[h]);
       l_run[h] += e0 + e1;
-      p[i >> 1] = pack_bf16x2(e0, e1);
+      sc[i] = e0, sc[i + 1] = e1;
     }
+  };
+  auto pack_p = [&](const float (&sc)[32], uint32_t (&p)[16]) {
+#pragma unroll
+    for (int i = 0; i < 32; i += 2) p[i >> 1] = pack_bf16x2(sc[i], sc[i + 1]);
   };
   auto rescale_o = [&](const float (&alpha)[2]) {
 #pragma unroll
@@ -403,11 +506,12 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       issue_s(sc, s);
       wg::wait<0>();
       wg::pin(sc);
-      if (lane == 0) wg::mbar_arrive(empty_k(s));
+      release(empty_k(s));
       exchange(sc);
       uint32_t p[16];
       float alpha[2];
-      softmax(sc, k0, p, alpha);
+      softmax(sc, k0, alpha);
+      pack_p(sc, p);
       rescale_o(alpha);
       wg::mbar_wait(full_v(s), parity);
       wg::fence_proxy_async();
@@ -415,7 +519,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       issue_pv(p, s);
       wg::wait<0>();
       wg::pin(o);
-      if (lane == 0) wg::mbar_arrive(empty_v(s));
+      release(empty_v(s));
     }
   } else {
     // Software pipeline inside the warpgroup (FlashAttention-3's intra-warpgroup overlap): the
@@ -434,35 +538,41 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         issue_s(sc, 0);
         wg::wait<0>();
         wg::pin(sc);
-        if (lane == 0) wg::mbar_arrive(empty_k(0));
+        release(empty_k(0));
         exchange(sc);
         float alpha[2];
-        softmax(sc, t_begin * BN, p, alpha);  // O is still zero: no rescale
+        softmax(sc, t_begin * BN, alpha);  // O is still zero: no rescale
+        pack_p(sc, p);
       }
       for (int it = 1; it < n_tiles; ++it) {
         const int s = it % ST, parity = (it / ST) & 1, k0 = (t_begin + it) * BN;
         const int sp = (it - 1) % ST, pparity = ((it - 1) / ST) & 1;  // stage of tile it-1
         float sc[32];
+        // S of tile it first, then wait for V of tile it-1: with one V stage (hd512) that V was
+        // only requested when the last P·V finished, and S covers part of its load.
         wg::mbar_wait(full_k(s), parity);
-        wg::mbar_wait(full_v(sp), pparity);
         wg::fence_proxy_async();
         wg::fence();
         issue_s(sc, s);
+        wg::mbar_wait(full_v(sp), pparity);
+        wg::fence_proxy_async();
+        wg::fence();  // else ptxas inserts one itself after the wait loop (C7519)
         issue_pv(p, sp);
         wg::wait<1>();  // groups complete in order: S of tile it is done, P·V may still run
         wg::pin(sc);
-        if (lane == 0) wg::mbar_arrive(empty_k(s));
+        release(empty_k(s));
         exchange(sc);
-        uint32_t pn[16];
         float alpha[2];
-        softmax(sc, k0, pn, alpha);
+        softmax(sc, k0, alpha);
         wg::wait<0>();
         wg::pin(o);
-        wg::pin_u32(p);  // the P·V that just completed read p: keep it untouched until here
-        if (lane == 0) wg::mbar_arrive(empty_v(sp));
+        // The P·V that just completed read p. Its registers are rewritten only now: ptxas does
+        // not extend the live range of a wgmma's register operands to the wait_group, so a P
+        // computed (or copied) during that P·V may land in the very registers it reads, which
+        // ptxas answers by serialising every wgmma of the kernel (warning C7513).
+        release(empty_v(sp));
         rescale_o(alpha);
-#pragma unroll
-        for (int i = 0; i < 16; ++i) p[i] = pn[i];
+        pack_p(sc, p);
       }
       const int sl = (n_tiles - 1) % ST, lparity = ((n_tiles - 1) / ST) & 1;
       wg::mbar_wait(full_v(sl), lparity);
@@ -471,6 +581,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       issue_pv(p, sl);
       wg::wait<0>();
       wg::pin(o);
+      release(empty_v(sl));
     }
   }
 
@@ -540,8 +651,24 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
                                        int(C::kSmemBytes)));
     done_devices.fetch_or(bit, std::memory_order_acq_rel);
   }
-  const dim3 grid(g.q_tiles, g.kv_heads * a.num_splits, g.num_seqs);
-  attention_wgmma_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(a, map_k, map_v);
+  if (C::kPair && a.tma_box_rows > 0 && g.q_tiles > 1) {
+    // Clusters of two along x: an even number of query tiles (a CTA past the rows exits at once).
+    // (One query tile, as in decode and verify batches: no partner, plain launch.)
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = dim3((g.q_tiles + 1) & ~1, g.kv_heads * a.num_splits, g.num_seqs);
+    cfg.blockDim = dim3(C::kThreads);
+    cfg.dynamicSmemBytes = C::kSmemBytes;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr{};
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = 2, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+    GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, attention_wgmma_kernel<C>, a, map_k, map_v));
+  } else {
+    const dim3 grid(g.q_tiles, g.kv_heads * a.num_splits, g.num_seqs);
+    attention_wgmma_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(a, map_k, map_v);
+  }
   GS_CUDA_LAUNCHED("attention_wgmma_kernel");
 }
 
