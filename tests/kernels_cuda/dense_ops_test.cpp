@@ -57,7 +57,7 @@ TEST_F(Dense, EmbeddingScaled) {
 }
 
 TEST_F(Dense, RmsNormWithAndWithoutWeightInPlace) {
-  for (int64_t cols : {64, 130, 2816}) {
+  for (int64_t cols : {64, 130, 2816, 1030, 20000}) {  // 1030, 20000: more than one vector per thread
     for (int64_t rows : {1, 5}) {
       auto x = random_bf16(rows * cols, -3.f, 3.f);
       auto [wc, wg] = weight(random_bf16(cols, 0.5f, 1.5f), Shape{cols});
@@ -75,7 +75,7 @@ TEST_F(Dense, RmsNormWithAndWithoutWeightInPlace) {
 }
 
 TEST_F(Dense, ResidualAddNorm) {
-  for (int64_t cols : {64, 136, 1536}) {
+  for (int64_t cols : {64, 136, 1536, 5376, 12000}) {
     for (float out_scale : {1.f, 0.7f}) {
       const int64_t rows = 6;
       auto r = random_bf16(rows * cols, -4.f, 4.f), x = random_bf16(rows * cols, -2.f, 2.f);
@@ -91,7 +91,7 @@ TEST_F(Dense, ResidualAddNorm) {
 // The fused form the model uses between blocks: the residual as above, and the next block's
 // input norm of it, against the cpu's two separate ops.
 TEST_F(Dense, ResidualAddNormThenNorm) {
-  for (int64_t cols : {64, 136, 1536, 5376}) {
+  for (int64_t cols : {64, 136, 1536, 5376, 12000, 1030}) {
     for (float out_scale : {1.f, 0.7f}) {
       const int64_t rows = 5;
       auto r = random_bf16(rows * cols, -4.f, 4.f), x = random_bf16(rows * cols, -2.f, 2.f);
