@@ -55,9 +55,15 @@ int gemv_max_rows() {
 // down 231 MB with K = 21504) cuBLASLt streamed 2-27% faster over two runs, most on down. Short
 // rows (K <= 4096) go to the GEMV whatever their size: E2B's double-wide gate_up (75 MB, K = 1536)
 // ran on cuBLASLt at 22 us (ncu, 2026-11-25) where the GEMV streams its half-size twin at 4 TB/s.
-bool gemv_shape_wins(int64_t n, int64_t k) {
-  return n * k * 2 <= (int64_t(64) << 20) || n >= 32768 || k <= 4096;
+// GS_GEMV_MAX_MB moves the size bound for A/B runs.
+int64_t gemv_any_shape_bytes() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("GS_GEMV_MAX_MB");
+    return int64_t(e && *e ? std::atoi(e) : 64) << 20;
+  }();
+  return v;
 }
+bool gemv_shape_wins(int64_t n, int64_t k) { return n * k * 2 <= gemv_any_shape_bytes() || n >= 32768 || k <= 4096; }
 
 class CudaBackend final : public Backend {
  public:

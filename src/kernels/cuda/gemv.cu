@@ -16,6 +16,7 @@
 #include "kernels/cuda/gemv.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/cuda_check.h"
@@ -321,7 +322,13 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
     const int rows_per_block = (kWarps / k_split) * kRowsPerWarp;
     return (N + rows_per_block - 1) / rows_per_block;
   };
-  while (ks < kWarps && blocks_for(ks) < 2 * sms && C >= 32 * (2 * ks) * 2) ks *= 2;
+  // GS_GEMV_MIN_BLOCKS_PER_SM (A/B runs) raises the 2: a grid of a few blocks per SM leaves the
+  // SMs that run one block more than the others as the kernel's tail.
+  static const int min_blocks_per_sm = [] {
+    const char* e = std::getenv("GS_GEMV_MIN_BLOCKS_PER_SM");
+    return e && *e ? std::max(1, std::atoi(e)) : 2;
+  }();
+  while (ks < kWarps && blocks_for(ks) < min_blocks_per_sm * sms && C >= 32 * (2 * ks) * 2) ks *= 2;
   const int blocks = blocks_for(ks);
   // 4 stages in flight only when the whole grid is resident at once with them: measured on the
   // H200, 4 stages took E2B's down from 7.2 to 6.1 us (one wave either way) but its gate_up from
