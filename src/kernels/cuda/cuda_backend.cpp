@@ -49,21 +49,20 @@ int gemv_max_rows() {
   return v;
 }
 
-// Which weights the GEMV streams faster than cuBLASLt at M = 1 (same measurements): small ones,
-// where cuBLASLt's ramp-up and launch dominate (every E2B projection, <= 40 MB), and very wide
-// ones (31B gate_up N = 43008, the LM heads N = 262144). In between (31B qkv 176 MB, o_proj 88 MB,
-// down 231 MB with K = 21504) cuBLASLt streamed 2-27% faster over two runs, most on down. Short
-// rows (K <= 4096) go to the GEMV whatever their size: E2B's double-wide gate_up (75 MB, K = 1536)
-// ran on cuBLASLt at 22 us (ncu, 2026-11-25) where the GEMV streams its half-size twin at 4 TB/s.
-// GS_GEMV_MAX_MB moves the size bound for A/B runs.
-int64_t gemv_any_shape_bytes() {
+// Which weights the GEMV takes at M = 1: every one, since its K split aims at 8 blocks per SM
+// (gemv.cu). With the split aiming at 2, cuBLASLt streamed 31B's qkv (176 MB), o_proj (88 MB) and
+// down (231 MB, K = 21504) 2-27% faster, because a grid of 2-3 blocks per SM ends in a tail of the
+// SMs that got one more; the finer split took 31B's batch-1 step from 16.82 to 16.46 ms on the
+// H200 (2026-11-25, E2B unchanged at 2.41). GS_GEMV_MAX_MB bounds the weight size for A/B runs
+// (64 with GS_GEMV_MIN_BLOCKS_PER_SM=2 is the earlier routing, bar K <= 4096 weights).
+int64_t gemv_max_weight_bytes() {
   static const int64_t v = [] {
     const char* e = std::getenv("GS_GEMV_MAX_MB");
-    return int64_t(e && *e ? std::atoi(e) : 64) << 20;
+    return e && *e ? int64_t(std::atoi(e)) << 20 : INT64_MAX;
   }();
   return v;
 }
-bool gemv_shape_wins(int64_t n, int64_t k) { return n * k * 2 <= gemv_any_shape_bytes() || n >= 32768 || k <= 4096; }
+bool gemv_shape_wins(int64_t n, int64_t k) { return n * k * 2 <= gemv_max_weight_bytes() || k <= 4096; }
 
 class CudaBackend final : public Backend {
  public:

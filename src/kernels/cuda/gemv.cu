@@ -314,19 +314,20 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
               const bf16* aux = nullptr) {
   const int sms = sm_count();
   const int C = K / 8;
-  // Split K inside the block only while the grid leaves SMs without two blocks and each lane keeps
-  // two chunks per row. (Tried on the H200: splitting until 16 warps per SM made E2B's qkv 30%
-  // slower, 3.2 -> 4.2 us; the in-block reduction and the extra blocks cost more than it gained.)
+  // Split K inside the block while the grid has fewer than min_blocks_per_sm blocks per SM and each
+  // lane keeps two chunks per row. 8 keeps the tail short on big weights: aiming at 2, 31B's o_proj
+  // (336 blocks on 132 SMs) ran as 2-3 blocks per SM and lost to cuBLASLt; at 8 the whole 31B
+  // batch-1 step went 16.82 -> 16.46 ms and E2B's stayed at 2.41 (H200, 2026-11-25; in the
+  // standalone bench, 16 warps per SM had made E2B's qkv alone 3.2 -> 4.2 us).
+  // GS_GEMV_MIN_BLOCKS_PER_SM for A/B runs.
   int ks = 1;
   auto blocks_for = [&](int k_split) {
     const int rows_per_block = (kWarps / k_split) * kRowsPerWarp;
     return (N + rows_per_block - 1) / rows_per_block;
   };
-  // GS_GEMV_MIN_BLOCKS_PER_SM (A/B runs) raises the 2: a grid of a few blocks per SM leaves the
-  // SMs that run one block more than the others as the kernel's tail.
   static const int min_blocks_per_sm = [] {
     const char* e = std::getenv("GS_GEMV_MIN_BLOCKS_PER_SM");
-    return e && *e ? std::max(1, std::atoi(e)) : 2;
+    return e && *e ? std::max(1, std::atoi(e)) : 8;
   }();
   while (ks < kWarps && blocks_for(ks) < min_blocks_per_sm * sms && C >= 32 * (2 * ks) * 2) ks *= 2;
   const int blocks = blocks_for(ks);
