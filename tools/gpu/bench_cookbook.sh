@@ -25,7 +25,8 @@ build="$(cd "$1" && pwd)"; results="$2"; shift 2
 variants=("$@")
 [ ${#variants[@]} -gt 0 ] || variants=(e2b e4b 26b-a4b 31b)
 src="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-bin="$build/bin/gemmaserve"
+source "$(dirname "${BASH_SOURCE[0]}")/lean_bin.bash"
+bin=$(gs_runnable "$build/bin/gemmaserve")
 [ -x "$bin" ] || { echo "no $bin: build first (cmake --build $build --target gemmaserve)" >&2; exit 1; }
 mkdir -p "$results"
 source "$src/tests/e2e/server_lib.bash"

@@ -8,8 +8,8 @@
 # driver's libcuda, and the CUDA toolkit's own libraries such as cuBLASLt).
 #
 # usage: tools/gpu/collect-libs.sh BUILD_DIR [LEAN_DIR]
-#   LEAN_DIR: also assemble a small folder with only what run-all.sh needs (stripped binaries and
-#   gpu-libs), the thing to carry when the whole build folder is too big.
+#   LEAN_DIR: also assemble a small folder with only what run-all.sh needs (stripped, gzipped
+#   binaries and gpu-libs), the thing to carry when the whole build folder is too big.
 set -euo pipefail
 
 build=${1:?usage: collect-libs.sh BUILD_DIR [LEAN_DIR]}
@@ -52,6 +52,9 @@ if [[ -n $lean ]]; then
     rel=${bin#"$build"/}
     cp "$bin" "$lean/$rel"
     strip --strip-debug "$lean/$rel"
+    # Gzipped too (43 MB -> 14 MB): with the tracked tree the folder must stay under the device
+    # tool's 64 MiB carry limit. run-all.sh unpacks them.
+    gzip -1 "$lean/$rel"
   done
   echo "collect-libs: lean folder $lean ($(du -sh "$lean" | cut -f1))"
 fi

@@ -12,7 +12,8 @@
 set -euo pipefail
 build="$(cd "$1" && pwd)"; results="$2"; variant="${3:-e2b}"
 src="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
-bin="$build/bin/gemmaserve"
+source "$(dirname "${BASH_SOURCE[0]}")/lean_bin.bash"
+bin=$(gs_runnable "$build/bin/gemmaserve")
 [ -x "$bin" ] || { echo "no $bin" >&2; exit 1; }
 mkdir -p "$results"
 source "$src/tests/e2e/server_lib.bash"

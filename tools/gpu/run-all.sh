@@ -41,8 +41,9 @@ done
 export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 export PATH="/usr/local/cuda/bin:$PATH"
 
-tests_bin="$build/tests/test_kernels_cuda"
-gs_bin="$build/bin/gemmaserve"
+source "$src/tools/gpu/lean_bin.bash"
+tests_bin=$(gs_runnable "$build/tests/test_kernels_cuda")
+gs_bin=$(gs_runnable "$build/bin/gemmaserve")
 summary=()
 note() { summary+=("$(printf '%-12s %-6s %s' "$1" "$2" "$3")"); }
 
