@@ -356,7 +356,8 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const Ti
       if (wn == 0 && (lane & 3) == 0) a.part_ml[2 * prow] = m_run[h], a.part_ml[2 * prow + 1] = l;
     }
   }
-  if (a.num_splits > 1 && a.split_counters) combine_if_last<HD, BM, NT>(a, seq, q_tile, kvh, row0, rows, q0, reinterpret_cast<float*>(sK));
+  if (a.num_splits > 1 && a.split_counters)
+    combine_if_last<HD, BM, NT>(a, seq, q_tile, kvh, row0, rows, q0, reinterpret_cast<float*>(sK));
 }
 
 // Opts the kernel of C into its shared-memory size (above the 48 KB default), once per device.

@@ -175,7 +175,8 @@ __device__ SliceStats block_stats(const float* l, const ThreadStats& t, float* s
   SliceStats b;
   b.argmax = block_argmax(t.best, t.best_i, s_val, s_id);
   b.max = b.argmax == INT_MAX ? -INFINITY : l[b.argmax];
-  const double s = (t.best == -INFINITY || b.max == -INFINITY) ? 0.0 : double(t.sum) * exp(double(t.best) - double(b.max));
+  const double s =
+      (t.best == -INFINITY || b.max == -INFINITY) ? 0.0 : double(t.sum) * exp(double(t.best) - double(b.max));
   b.sum = block_sum_f64(s, s_sum);
   return b;
 }
