@@ -41,6 +41,15 @@ class Attention : public ::testing::Test {
     }
     return seqs;
   }
+  // Each case with the kernel forced, split (as planned) and unsplit.
+  void expect_exact_forced(std::vector<std::pair<AttnCase, std::string>>& cases, int kernel, const std::string& name) {
+    for (auto& [c, what] : cases) {
+      c.force_kernel = kernel;
+      expect_exact(c, name + what);
+      c.use_workspace = false;
+      expect_exact(c, name + what + ", unsplit");
+    }
+  }
   uint64_t seed_ = 0;
   std::mt19937_64 rng_;
 };
@@ -49,6 +58,16 @@ AttnCase make(int hd, int nq, int nkv, int window, int page_size, std::vector<Se
   AttnCase c;
   c.head_dim = hd, c.num_q_heads = nq, c.num_kv_heads = nkv, c.window = window, c.page_size = page_size;
   c.seqs = std::move(seqs);
+  return c;
+}
+
+// Rows at arbitrary positions (a drafter queries at a fixed position) with a non-unit scale.
+AttnCase explicit_positions(int hd) {
+  SeqCase s(60, 4);
+  s.positions = {63, 10, 63, 41};
+  AttnCase c = make(hd, 4, 1, 0, 16, {s});
+  c.scale = 0.0625f;
+  c.q_amp = 2.f;
   return c;
 }
 
@@ -135,12 +154,7 @@ TEST_F(Attention, VerifyShapes) {
 }
 
 TEST_F(Attention, ExplicitPositionsAndScale) {
-  // Rows at arbitrary positions (a drafter queries at a fixed position), and a non-unit scale.
-  SeqCase s(60, 4);
-  s.positions = {63, 10, 63, 41};
-  AttnCase c = make(256, 4, 1, 0, 16, {s});
-  c.scale = 0.0625f;
-  c.q_amp = 2.f;
+  AttnCase c = explicit_positions(256);
   expect_exact(c, "explicit positions");
   c.window = 20;
   expect_exact(c, "explicit positions, window 20");
@@ -214,19 +228,11 @@ TEST_F(Attention, WgmmaKernelsOnEveryShapeTheyAccept) {
     cases.push_back({decode, "decode with freed pages"});
     cases.push_back({make(hd, 8, 1, 0, 16, ragged(9, 1500, 1)), "decode group 8"});
     cases.push_back({make(hd, 8, 2, 0, 16, ragged(6, 900, 5)), "verify 5"});
-    SeqCase s(60, 4);
-    s.positions = {63, 10, 63, 41};
-    AttnCase pos = make(hd, 4, 1, 0, 16, {s});
-    pos.scale = 0.0625f, pos.q_amp = 2.f;
+    AttnCase pos = explicit_positions(hd);
     cases.push_back({pos, "explicit positions"});
     pos.window = 20;
     cases.push_back({pos, "explicit positions, window 20"});
-    for (auto& [c, what] : cases) {
-      c.force_kernel = k;
-      expect_exact(c, name + what);
-      c.use_workspace = false;
-      expect_exact(c, name + what + ", unsplit");
-    }
+    expect_exact_forced(cases, k, name);
   }
 }
 
@@ -255,17 +261,8 @@ TEST_F(Attention, SplitDecodeKernelsOnEveryDecodeShape) {
     cases.push_back({make(hd, 8, 2, 1024, 32, ragged(6, 3000, 1)), "window 1024"});
     cases.push_back({make(hd, 8, 2, 0, 16, ragged(6, 900, 2)), "verify up to 2 (8 rows)"});
     cases.push_back({make(hd, 4, 2, 0, 16, ragged(6, 900, 5)), "verify up to 5 (10 rows)"});
-    SeqCase s(60, 4);
-    s.positions = {63, 10, 63, 41};
-    AttnCase pos = make(hd, 4, 1, 0, 16, {s});
-    pos.scale = 0.0625f, pos.q_amp = 2.f;
-    cases.push_back({pos, "explicit positions"});
-    for (auto& [c, what] : cases) {
-      c.force_kernel = int(kernel);
-      expect_exact(c, name + what);
-      c.use_workspace = false;
-      expect_exact(c, name + what + ", unsplit");
-    }
+    cases.push_back({explicit_positions(hd), "explicit positions"});
+    expect_exact_forced(cases, int(kernel), name);
   }
 }
 

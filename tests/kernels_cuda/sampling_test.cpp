@@ -20,6 +20,19 @@ class Sampling : public CudaVsCpu {
       for (int j = 0; j < 20; ++j) v[size_t(r * vocab + pick(rng))] += 8.f;
     return v;
   }
+  // Both backends sample the rows of `l` ([rows.size(), V]): the same ids, logprobs within 1e-4.
+  void expect_same_as_cpu(const std::vector<float>& l, const std::vector<SamplingRow>& rows, int64_t V,
+                          const std::string& what) {
+    const int64_t R = int64_t(rows.size());
+    Tensor lc = cpu_tensor(l, {R, V}), lg = gpu_tensor(l, DType::F32, {R, V});
+    Tensor ic = cpu->empty(DType::I32, {R}), pc = cpu->empty(DType::F32, {R});
+    Tensor ig = gpu_poisoned(DType::I32, {R}), pg = gpu_poisoned(DType::F32, {R});
+    cpu->sample(lc, rows, ic, pc);
+    gpu->sample(lg, rows, ig, pg);
+    EXPECT_EQ(download_ints(*gpu, ig), download_ints(*cpu, ic)) << what << " seed " << seed;
+    auto a = download(*gpu, pg), b = download(*cpu, pc);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4) << "logprob row " << i << " " << what;
+  }
 };
 
 TEST_F(Sampling, SameTokensAsCpuForEveryFilter) {
@@ -42,15 +55,7 @@ TEST_F(Sampling, SameTokensAsCpuForEveryFilter) {
     for (int round = 0; round < 3; ++round) {
       for (auto& r : rows) r.seed = rng(), r.step = rng() % 1000;
       const int64_t R = int64_t(rows.size());
-      auto l = logits(R, V);
-      Tensor lc = cpu_tensor(l, {R, V}), lg = gpu_tensor(l, DType::F32, {R, V});
-      Tensor ic = cpu->empty(DType::I32, {R}), pc = cpu->empty(DType::F32, {R});
-      Tensor ig = gpu_poisoned(DType::I32, {R}), pg = gpu_poisoned(DType::F32, {R});
-      cpu->sample(lc, rows, ic, pc);
-      gpu->sample(lg, rows, ig, pg);
-      EXPECT_EQ(download_ints(*gpu, ig), download_ints(*cpu, ic)) << "V=" << V << " seed " << seed;
-      auto a = download(*gpu, pg), b = download(*cpu, pc);
-      for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4) << "logprob row " << i;
+      expect_same_as_cpu(logits(R, V), rows, V, "V=" + std::to_string(V));
     }
   }
 }
@@ -67,15 +72,7 @@ TEST_F(Sampling, GreedyAcrossSlices) {
       if (r == 1)
         for (int64_t i = 0; i < V / 2; ++i) row[i] = -INFINITY;  // the first half masked
     }
-    std::vector<SamplingRow> rows(static_cast<size_t>(R));  // greedy
-    Tensor lc = cpu_tensor(l, {R, V}), lg = gpu_tensor(l, DType::F32, {R, V});
-    Tensor ic = cpu->empty(DType::I32, {R}), pc = cpu->empty(DType::F32, {R});
-    Tensor ig = gpu_poisoned(DType::I32, {R}), pg = gpu_poisoned(DType::F32, {R});
-    cpu->sample(lc, rows, ic, pc);
-    gpu->sample(lg, rows, ig, pg);
-    EXPECT_EQ(download_ints(*gpu, ig), download_ints(*cpu, ic)) << "R=" << R << " seed " << seed;
-    auto a = download(*gpu, pg), b = download(*cpu, pc);
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4) << "logprob row " << i << " R=" << R;
+    expect_same_as_cpu(l, std::vector<SamplingRow>(static_cast<size_t>(R)), V, "R=" + std::to_string(R));  // greedy
   }
 }
 

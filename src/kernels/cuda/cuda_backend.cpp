@@ -187,18 +187,20 @@ class CudaBackend final : public Backend {
   void matmul(const Tensor& x, const Tensor& w, const Tensor& out) override {
     cuda::check_matmul(x, w, out);
     const int64_t m = x.rows(), n = w.dim(0), k = x.cols();
-    // Decode-sized x on a weight the GEMV streams faster, in a layout it takes; else cuBLASLt.
-    if (m <= gemv_max_rows() && gemv_shape_wins(n, k) && cuda::gemv_supported(m, n, k, out.dtype, x.data, w.data))
+    if (gemv_routes(x, w, out))
       cuda::launch_gemv(x.data, w.data, out.data, out.dtype, m, n, k, stream_);
     else
       gemm_->matmul_raw(x.data, w.data, out.data, out.dtype, m, n, k);
   }
-  // The fused forms run where the plain matmul would take the GEMV (the same rows, weights and
-  // layouts), with bf16 activations; otherwise the two ops.
-  bool gemv_takes(const Tensor& x, const Tensor& w, const Tensor& out) const {
-    return x.dtype == DType::BF16 && w.dtype == DType::BF16 && out.dtype == DType::BF16 &&
-           x.rows() <= gemv_max_rows() && gemv_shape_wins(w.dim(0), x.cols()) &&
+  // Decode-sized x on a weight the GEMV streams faster, in a layout it takes (checked operands).
+  static bool gemv_routes(const Tensor& x, const Tensor& w, const Tensor& out) {
+    return x.rows() <= gemv_max_rows() && gemv_shape_wins(w.dim(0), x.cols()) &&
            cuda::gemv_supported(x.rows(), w.dim(0), x.cols(), out.dtype, x.data, w.data);
+  }
+  // The fused forms run where the plain matmul would take the GEMV, with bf16 activations;
+  // otherwise the two ops.
+  static bool gemv_takes(const Tensor& x, const Tensor& w, const Tensor& out) {
+    return x.dtype == DType::BF16 && w.dtype == DType::BF16 && out.dtype == DType::BF16 && gemv_routes(x, w, out);
   }
   void matmul_gelu_mul(const Tensor& x, const Tensor& w, const Tensor& gate_up, const Tensor& out) override {
     cuda::check_matmul(x, w, gate_up);

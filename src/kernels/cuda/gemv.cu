@@ -300,6 +300,14 @@ int occupancy(K kernel) {
   return std::max(b, 1);
 }
 
+int min_blocks_per_sm() {
+  static const int v = [] {
+    const char* e = std::getenv("GS_GEMV_MIN_BLOCKS_PER_SM");
+    return e && *e ? std::max(1, std::atoi(e)) : 8;
+  }();
+  return v;
+}
+
 // Bytes of each weight row a block asks L2 to prefetch before its wait: the budget spread over the
 // rows whose blocks can be resident at once (`resident_rows`, capped at N), 16-byte multiples.
 uint32_t l2_prefetch_per_row(int64_t N, int64_t K, int64_t resident_rows) {
@@ -325,11 +333,7 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
     const int rows_per_block = (kWarps / k_split) * kRowsPerWarp;
     return (N + rows_per_block - 1) / rows_per_block;
   };
-  static const int min_blocks_per_sm = [] {
-    const char* e = std::getenv("GS_GEMV_MIN_BLOCKS_PER_SM");
-    return e && *e ? std::max(1, std::atoi(e)) : 8;
-  }();
-  while (ks < kWarps && blocks_for(ks) < min_blocks_per_sm * sms && C >= 32 * (2 * ks) * 2) ks *= 2;
+  while (ks < kWarps && blocks_for(ks) < min_blocks_per_sm() * sms && C >= 32 * (2 * ks) * 2) ks *= 2;
   const int blocks = blocks_for(ks);
   // 4 stages in flight only when the whole grid is resident at once with them: measured on the
   // H200, 4 stages took E2B's down from 7.2 to 6.1 us (one wave either way) but its gate_up from
@@ -367,6 +371,17 @@ void launch_mma(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cu
   launch_pdl("gemv_mma_kernel", kernel, dim3(blocks_for(ks)), dim3(kThreads), 0, stream, x, w, out, M, N, K, ks, pf);
 }
 
+// The FMA kernel at the smallest compile-time row bound MT >= M. The fused epilogues run on it only
+// (the tensor-core variant is off by default).
+template <typename OutT, Epi E>
+void launch_fma(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, const bf16* aux, cudaStream_t stream) {
+  if (M <= 1) launch_t<1, OutT, E>(x, w, out, M, N, K, stream, aux);
+  else if (M <= 2) launch_t<2, OutT, E>(x, w, out, M, N, K, stream, aux);
+  else if (M <= 4) launch_t<4, OutT, E>(x, w, out, M, N, K, stream, aux);
+  else if (M <= 8) launch_t<8, OutT, E>(x, w, out, M, N, K, stream, aux);
+  else launch_t<16, OutT, E>(x, w, out, M, N, K, stream, aux);
+}
+
 template <typename OutT>
 void dispatch_m(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cudaStream_t stream) {
   if (M >= g_mma_min_rows) {
@@ -374,22 +389,7 @@ void dispatch_m(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cu
     else launch_mma<true>(x, w, out, M, N, K, stream);
     return;
   }
-  if (M <= 1) launch_t<1>(x, w, out, M, N, K, stream);
-  else if (M <= 2) launch_t<2>(x, w, out, M, N, K, stream);
-  else if (M <= 4) launch_t<4>(x, w, out, M, N, K, stream);
-  else if (M <= 8) launch_t<8>(x, w, out, M, N, K, stream);
-  else launch_t<16>(x, w, out, M, N, K, stream);
-}
-
-// The fused epilogues run on the FMA kernel only (the tensor-core one is off by default).
-template <Epi E>
-void dispatch_fused(const bf16* x, const bf16* w, bf16* out, int M, int N, int K, const bf16* aux,
-                    cudaStream_t stream) {
-  if (M <= 1) launch_t<1, bf16, E>(x, w, out, M, N, K, stream, aux);
-  else if (M <= 2) launch_t<2, bf16, E>(x, w, out, M, N, K, stream, aux);
-  else if (M <= 4) launch_t<4, bf16, E>(x, w, out, M, N, K, stream, aux);
-  else if (M <= 8) launch_t<8, bf16, E>(x, w, out, M, N, K, stream, aux);
-  else launch_t<16, bf16, E>(x, w, out, M, N, K, stream, aux);
+  launch_fma<OutT, Epi::Store>(x, w, out, M, N, K, nullptr, stream);
 }
 
 }  // namespace
@@ -414,16 +414,17 @@ void launch_gemv_gelu_mul(const void* x, const void* w, void* out, int64_t m, in
                           cudaStream_t stream) {
   require(gemv_supported(m, 2 * inter, k, DType::BF16, x, w), "gemv_gelu_mul: unsupported operands M=", m,
           " I=", inter, " K=", k);
-  dispatch_fused<Epi::GeluMul>(static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(out),
-                               int(m), int(2 * inter), int(k), nullptr, stream);
+  launch_fma<bf16, Epi::GeluMul>(static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(out),
+                                 int(m), int(2 * inter), int(k), nullptr, stream);
 }
 
 void launch_gemv_gelu_mul_aux(const void* x, const void* w, const void* aux, void* out, int64_t m, int64_t n,
                               int64_t k, cudaStream_t stream) {
   require(gemv_supported(m, n, k, DType::BF16, x, w) && aux, "gemv_gelu_mul_aux: unsupported operands M=", m,
           " N=", n, " K=", k);
-  dispatch_fused<Epi::GeluMulAux>(static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(out),
-                                  int(m), int(n), int(k), static_cast<const bf16*>(aux), stream);
+  launch_fma<bf16, Epi::GeluMulAux>(static_cast<const bf16*>(x), static_cast<const bf16*>(w),
+                                    static_cast<bf16*>(out), int(m), int(n), int(k), static_cast<const bf16*>(aux),
+                                    stream);
 }
 
 void gemv_set_l2_prefetch_budget(int64_t bytes) { g_l2_budget = bytes; }
