@@ -28,6 +28,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/attention_combine.cuh"
+#include "kernels/cuda/attention_cta.cuh"
 #include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/attention_params.cuh"
 #include "kernels/cuda/cuda_check.h"
@@ -51,7 +52,6 @@ struct DecodeConfig {
   static constexpr int kSStride = BN + 8;            // partial-S rows padded: conflict-free float2 stores
   static constexpr int kPStride = BN + 8;            // P rows padded by 16 bytes: conflict-free ldmatrix
   static constexpr int kRowsPerWarp = kBlockM / NW;  // softmax rows owned by one warp
-  static constexpr int kLoadIters = BN * kChunks / kThreads;
   static constexpr size_t kSmemBytes =
       size_t(2) * STAGES * BN * HD * 2                 // K, V stages
       + size_t(NW) * kBlockM * kSStride * 4            // partial S of every warp
@@ -86,31 +86,12 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_decode_kernel(const 
   int* sRowBlk = sRowPos + BM;
   int* sKeyBlk = sRowBlk + BM;
 
-  const int seq = blockIdx.z;
-  const int kvh = blockIdx.y / a.num_splits;
-  const int split = blockIdx.y % a.num_splits;
-  const int q_tile = gridDim.x - 1 - blockIdx.x;
-  const int q0 = a.q_start[seq];
-  const int q_len = a.q_start[seq + 1] - q0;
-  const int rows = q_len * a.group;
-  const int row0 = q_tile * BM;
-  if (row0 >= rows) return;
-  const int kv_len = a.kv_len[seq];
-  const int first_new_key = kv_len - q_len;
-  const int* page_table = a.page_table + int64_t(seq) * a.max_pages;
+  const CtaPlace cta = cta_place(a, BM);
+  if (cta.idle()) return;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
-  for (int r = tid; r < BM; r += NT) {
-    int pos = -1, blk = -1;
-    if (row0 + r < rows) {
-      const int t = q0 + (row0 + r) / a.group;
-      pos = a.positions[t];
-      if (a.mm_block) blk = a.mm_block[t];
-    }
-    sRowPos[r] = pos;
-    sRowBlk[r] = blk;
-  }
+  load_row_info(a, cta, BM, sRowPos, sRowBlk, tid, NT);
   // P rows of padding rows stay zero (their softmax is skipped).
   for (int i = tid; i < BM * C::kPStride / 2; i += NT) reinterpret_cast<uint32_t*>(sP)[i] = 0u;
   for (int r = tid; r < BM; r += NT) sAlpha[r] = 1.f;
@@ -122,10 +103,10 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_decode_kernel(const 
     const bf16* qrow[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int pr = row0 + (lane >> 2) + 8 * h;
+      const int pr = cta.row0 + (lane >> 2) + 8 * h;
       qrow[h] = nullptr;
-      if (pr < rows) {
-        const int t = q0 + pr / a.group, head = kvh * a.group + pr % a.group;
+      if (pr < cta.rows) {
+        const int t = cta.q0 + pr / a.group, head = cta.kvh * a.group + pr % a.group;
         qrow[h] = a.q + (int64_t(t) * a.num_q_heads + head) * HD + warp * C::kDimsPerWarp + (lane & 3) * 2;
       }
     }
@@ -139,52 +120,15 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_decode_kernel(const 
   }
   __syncthreads();
 
-  int pmin = INT_MAX, pmax = -1;
-  bool any_mm = false;
-  for (int r = 0; r < BM; ++r) {
-    const int p = sRowPos[r];
-    if (p >= 0) pmin = min(pmin, p), pmax = max(pmax, p);
-    any_mm |= sRowBlk[r] >= 0;
-  }
-  int lo = 0, hi = min(kv_len, pmax + 1);
-  if (a.window > 0) lo = max(0, pmin - a.window + 1);
-  if (any_mm) hi = kv_len, lo = min(lo, max(0, first_new_key));
-  hi = max(hi, lo);
-  const int tiles_lo = lo / BN, tiles_hi = (hi + BN - 1) / BN;
-  const int per_split = (tiles_hi - tiles_lo + a.num_splits - 1) / a.num_splits;
-  const int t_begin = tiles_lo + split * per_split;
-  const int n_tiles = max(0, min(tiles_hi, t_begin + per_split) - t_begin);
+  const RowSpan span = row_span(sRowPos, sRowBlk, BM);
+  const int pmin = span.pmin, pmax = span.pmax;
+  const bool any_mm = span.any_mm;
+  const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, any_mm, BN);
+  const int t_begin = kt.begin, n_tiles = kt.count;
 
-  const int ld_c = tid % C::kChunks, ld_r0 = tid / C::kChunks;
-  const int64_t head_off = int64_t(kvh) * HD + ld_c * 8;
   auto load_kv = [&](int tile, int stage) {
-    const int k0 = tile * BN;
-    bf16* dK = sK + stage * BN * HD;
-    bf16* dV = sV + stage * BN * HD;
-#pragma unroll
-    for (int j = 0; j < C::kLoadIters; ++j) {
-      const int r = ld_r0 + j * (NT / C::kChunks), key = k0 + r;
-      const bf16* srcK = a.k;
-      const bf16* srcV = a.v;
-      bool ok = false;
-      if (key < kv_len) {
-        const int lp = a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size;
-        const int slot = a.page_shift >= 0 ? key & (a.page_size - 1) : key - lp * a.page_size;
-        const int page = page_table[lp];
-        if (page >= 0) {
-          const int64_t off = int64_t(page) * a.page_stride + int64_t(slot) * a.token_stride + head_off;
-          srcK = a.k + off, srcV = a.v + off, ok = true;
-        }
-      }
-      cp_async16(dK + swz<HD>(r, ld_c), srcK, ok);
-      cp_async16(dV + swz<HD>(r, ld_c), srcV, ok);
-    }
-    if (any_mm)
-      for (int r = tid; r < BN; r += NT) {
-        const int key = k0 + r;
-        sKeyBlk[stage * BN + r] =
-            (key >= first_new_key && key < kv_len) ? a.mm_block[q0 + key - first_new_key] : -1;
-      }
+    load_kv_tile<HD, BN, NT>(a, cta, any_mm, tile, sK + stage * BN * HD, sV + stage * BN * HD, sKeyBlk + stage * BN,
+                             tid);
   };
 
 #pragma unroll
@@ -210,7 +154,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_decode_kernel(const 
     sm_row[i] = warp + NW * (i * kRowsPerPass + lane / BN);
     sm_pos[i] = sRowPos[sm_row[i]];
     sm_blk[i] = sRowBlk[sm_row[i]];
-    sm_live[i] = row0 + sm_row[i] < rows;
+    sm_live[i] = cta.row0 + sm_row[i] < cta.rows;
     m_run[i] = -INFINITY, l_run[i] = 0.f;
   }
   const int r_lo = lane >> 2;
@@ -266,7 +210,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_decode_kernel(const 
       x *= a.scale_log2;
       const bool causal_ok = key <= sm_pos[i] && (a.window == 0 || sm_pos[i] - key < a.window);
       const bool vision_ok = sm_blk[i] >= 0 && sKeyBlk[stage * BN + sm_key] == sm_blk[i];
-      if (!(key < kv_len && (causal_ok || vision_ok))) x = -INFINITY;
+      if (!(key < cta.kv_len && (causal_ok || vision_ok))) x = -INFINITY;
       float mx = x;
 #pragma unroll
       for (int off = BN / 2; off >= 1; off >>= 1) mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, off));
@@ -315,10 +259,10 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_decode_kernel(const 
 
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int r = r_lo + 8 * h, pr = row0 + r;
-    if (pr >= rows) continue;
+    const int r = r_lo + 8 * h, pr = cta.row0 + r;
+    if (pr >= cta.rows) continue;
     const float l = sL[r];
-    const int t = q0 + pr / a.group, head = kvh * a.group + pr % a.group;
+    const int t = cta.q0 + pr / a.group, head = cta.kvh * a.group + pr % a.group;
     const int col = warp * C::kDimsPerWarp + (lane & 3) * 2;
     if (a.num_splits == 1) {
       const float inv = l > 0.f ? 1.f / l : 0.f;
@@ -327,7 +271,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_decode_kernel(const 
       for (int j = 0; j < C::kOTiles; ++j)
         *reinterpret_cast<uint32_t*>(dst + j * 8) = pack_bf16x2(o[j][2 * h] * inv, o[j][2 * h + 1] * inv);
     } else {
-      const int64_t prow = (int64_t(split) * a.num_tokens + t) * a.num_q_heads + head;
+      const int64_t prow = (int64_t(cta.split) * a.num_tokens + t) * a.num_q_heads + head;
       float* dst = a.part_o + prow * HD + col;
 #pragma unroll
       for (int j = 0; j < C::kOTiles; ++j)
@@ -336,7 +280,8 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_decode_kernel(const 
     }
   }
   if (a.num_splits > 1 && a.split_counters)
-    combine_if_last<HD, BM, NT>(a, seq, q_tile, kvh, row0, rows, q0, reinterpret_cast<float*>(sK));
+    combine_if_last<HD, BM, NT>(a, cta.seq, cta.q_tile, cta.kvh, cta.row0, cta.rows, cta.q0,
+                                reinterpret_cast<float*>(sK));
 }
 
 template <class C>

@@ -41,6 +41,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/attention_combine.cuh"
+#include "kernels/cuda/attention_cta.cuh"
 #include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/attention_params.cuh"
 #include "kernels/cuda/cuda_check.h"
@@ -63,7 +64,6 @@ struct TileConfig {
   static constexpr int kOTiles = kDimsPerWarp / 8;
   static constexpr bool kSolo = WN == 1;          // one warp holds whole rows: P stays in registers
   static constexpr int kPStride = BN + 8;          // P rows padded by 16 bytes: conflict-free ldmatrix
-  static constexpr int kLoadIters = BN * kChunks / kThreads;  // 16-byte copies per thread per K (or V) tile
   static constexpr size_t kSmemBytes =
       size_t(kBlockM) * HD * 2                     // Q
       + size_t(2) * STAGES * BN * HD * 2           // K, V stages
@@ -98,94 +98,34 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const Ti
   int* sRowBlk = sRowPos + BM;
   int* sKeyBlk = sRowBlk + BM;
 
-  const int seq = blockIdx.z;
-  const int kvh = blockIdx.y / a.num_splits;
-  const int split = blockIdx.y % a.num_splits;
-  const int q_tile = gridDim.x - 1 - blockIdx.x;  // last tiles (most keys under causal) start first
-  const int q0 = a.q_start[seq];
-  const int q_len = a.q_start[seq + 1] - q0;
-  const int rows = q_len * a.group;
-  const int row0 = q_tile * BM;
-  if (row0 >= rows) return;  // the grid covers the longest sequence; shorter ones leave tiles idle
-  const int kv_len = a.kv_len[seq];
-  const int first_new_key = kv_len - q_len;  // keys of this step's rows: [first_new_key, kv_len)
-  const int* page_table = a.page_table + int64_t(seq) * a.max_pages;
+  const CtaPlace cta = cta_place(a, BM);
+  if (cta.idle()) return;
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WN, wn = warp % WN;
 
-  for (int r = tid; r < BM; r += NT) {
-    int pos = -1, blk = -1;
-    if (row0 + r < rows) {
-      const int t = q0 + (row0 + r) / a.group;
-      pos = a.positions[t];
-      if (a.mm_block) blk = a.mm_block[t];
-    }
-    sRowPos[r] = pos;
-    sRowBlk[r] = blk;
-  }
+  load_row_info(a, cta, BM, sRowPos, sRowBlk, tid, NT);
   for (int i = tid; i < BM * C::kChunks; i += NT) {
-    const int r = i / C::kChunks, c = i % C::kChunks, pr = row0 + r;
-    const bool ok = pr < rows;
+    const int r = i / C::kChunks, c = i % C::kChunks, pr = cta.row0 + r;
+    const bool ok = pr < cta.rows;
     const bf16* src = a.q;
     if (ok) {
-      const int t = q0 + pr / a.group, head = kvh * a.group + pr % a.group;
+      const int t = cta.q0 + pr / a.group, head = cta.kvh * a.group + pr % a.group;
       src = a.q + (int64_t(t) * a.num_q_heads + head) * HD + c * 8;
     }
     cp_async16(sQ + swz<HD>(r, c), src, ok);
   }
   __syncthreads();
 
-  int pmin = INT_MAX, pmax = -1;
-  bool any_mm = false;
-  for (int r = 0; r < BM; ++r) {
-    const int p = sRowPos[r];
-    if (p >= 0) pmin = min(pmin, p), pmax = max(pmax, p);
-    any_mm |= sRowBlk[r] >= 0;
-  }
-  int lo = 0, hi = min(kv_len, pmax + 1);
-  if (a.window > 0) lo = max(0, pmin - a.window + 1);
-  if (any_mm) hi = kv_len, lo = min(lo, max(0, first_new_key));
-  hi = max(hi, lo);
-  const int tiles_lo = lo / BN, tiles_hi = (hi + BN - 1) / BN;
-  const int per_split = (tiles_hi - tiles_lo + a.num_splits - 1) / a.num_splits;
-  const int t_begin = tiles_lo + split * per_split;
-  const int n_tiles = max(0, min(tiles_hi, t_begin + per_split) - t_begin);
+  const RowSpan span = row_span(sRowPos, sRowBlk, BM);
+  const int pmin = span.pmin, pmax = span.pmax;
+  const bool any_mm = span.any_mm;
+  const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, any_mm, BN);
+  const int t_begin = kt.begin, n_tiles = kt.count;
 
-  // Issues the copies of key tile `tile` into stage `stage`. Keys past kv_len and keys on freed
-  // pages (-1) are zero-filled without a read.
-  // A thread always copies the same 16-byte chunk column c of rows r0, r0 + NT/kChunks, ...
-  const int ld_c = tid % C::kChunks, ld_r0 = tid / C::kChunks;
-  const int64_t head_off = int64_t(kvh) * HD + ld_c * 8;
   auto load_kv = [&](int tile, int stage) {
-    const int k0 = tile * BN;
-    bf16* dK = sK + stage * BN * HD;
-    bf16* dV = sV + stage * BN * HD;
-#pragma unroll
-    for (int j = 0; j < C::kLoadIters; ++j) {
-      const int r = ld_r0 + j * (NT / C::kChunks), key = k0 + r;
-      const bf16* srcK = a.k;
-      const bf16* srcV = a.v;
-      bool ok = false;
-      if (key < kv_len) {
-        // Power-of-two pages (the usual case) avoid an integer division per row.
-        const int lp = a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size;
-        const int slot = a.page_shift >= 0 ? key & (a.page_size - 1) : key - lp * a.page_size;
-        const int page = page_table[lp];
-        if (page >= 0) {
-          const int64_t off = int64_t(page) * a.page_stride + int64_t(slot) * a.token_stride + head_off;
-          srcK = a.k + off, srcV = a.v + off, ok = true;
-        }
-      }
-      cp_async16(dK + swz<HD>(r, ld_c), srcK, ok);
-      cp_async16(dV + swz<HD>(r, ld_c), srcV, ok);
-    }
-    if (any_mm)
-      for (int r = tid; r < BN; r += NT) {
-        const int key = k0 + r;
-        sKeyBlk[stage * BN + r] =
-            (key >= first_new_key && key < kv_len) ? a.mm_block[q0 + key - first_new_key] : -1;
-      }
+    load_kv_tile<HD, BN, NT>(a, cta, any_mm, tile, sK + stage * BN * HD, sV + stage * BN * HD, sKeyBlk + stage * BN,
+                             tid);
   };
 
 #pragma unroll
@@ -240,7 +180,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const Ti
     // Scale (log2 domain), mask, row maxima.
     const int k0 = tile * BN;
     const bool all_visible =
-        k0 + BN <= kv_len && k0 + BN - 1 <= pmin && (a.window == 0 || pmax - k0 < a.window);
+        k0 + BN <= cta.kv_len && k0 + BN - 1 <= pmin && (a.window == 0 || pmax - k0 < a.window);
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int j = 0; j < C::kSTiles; ++j)
@@ -253,7 +193,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const Ti
           const int key = k0 + kl;
           const bool causal_ok = key <= qpos[h] && (a.window == 0 || qpos[h] - key < a.window);
           const bool vision_ok = qblk[h] >= 0 && sKeyBlk[stage * BN + kl] == qblk[h];
-          if (!(key < kv_len && (causal_ok || vision_ok))) x = -INFINITY;
+          if (!(key < cta.kv_len && (causal_ok || vision_ok))) x = -INFINITY;
         }
         s[j][e] = x;
         mx[h] = fmaxf(mx[h], x);
@@ -334,12 +274,12 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const Ti
 
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int pr = row0 + row_of[h];
-    if (pr >= rows) continue;
+    const int pr = cta.row0 + row_of[h];
+    if (pr >= cta.rows) continue;
     float l = 0.f;
 #pragma unroll
     for (int w = 0; w < WN; ++w) l += sSum[w * BM + row_of[h]];
-    const int t = q0 + pr / a.group, head = kvh * a.group + pr % a.group;
+    const int t = cta.q0 + pr / a.group, head = cta.kvh * a.group + pr % a.group;
     const int col = wn * C::kDimsPerWarp + (lane & 3) * 2;
     if (a.num_splits == 1) {
       const float inv = l > 0.f ? 1.f / l : 0.f;
@@ -348,7 +288,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const Ti
       for (int j = 0; j < C::kOTiles; ++j)
         *reinterpret_cast<uint32_t*>(dst + j * 8) = pack_bf16x2(o[j][2 * h] * inv, o[j][2 * h + 1] * inv);
     } else {
-      const int64_t prow = (int64_t(split) * a.num_tokens + t) * a.num_q_heads + head;
+      const int64_t prow = (int64_t(cta.split) * a.num_tokens + t) * a.num_q_heads + head;
       float* dst = a.part_o + prow * HD + col;
 #pragma unroll
       for (int j = 0; j < C::kOTiles; ++j)
@@ -357,7 +297,8 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const Ti
     }
   }
   if (a.num_splits > 1 && a.split_counters)
-    combine_if_last<HD, BM, NT>(a, seq, q_tile, kvh, row0, rows, q0, reinterpret_cast<float*>(sK));
+    combine_if_last<HD, BM, NT>(a, cta.seq, cta.q_tile, cta.kvh, cta.row0, cta.rows, cta.q0,
+                                reinterpret_cast<float*>(sK));
 }
 
 // Opts the kernel of C into its shared-memory size (above the 48 KB default), once per device.

@@ -39,6 +39,7 @@
 #include <climits>
 #include <cstdint>
 
+#include "kernels/cuda/attention_cta.cuh"
 #include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/attention_params.cuh"
 #include "kernels/cuda/attention_wgmma_ops.cuh"
@@ -197,15 +198,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   auto empty_v = [&](int s) { return bars + 8u * (3 * ST + s); };
   int* sRowPos = reinterpret_cast<int*>(smem + C::kOffRows);
 
-  const int seq = blockIdx.z;
-  const int kvh = blockIdx.y / a.num_splits;
-  const int split = blockIdx.y % a.num_splits;
-  const int q_tile = gridDim.x - 1 - blockIdx.x;  // last tiles (most keys under causal) start first
-  const int q0 = a.q_start[seq];
-  const int q_len = a.q_start[seq + 1] - q0;
-  const int rows = q_len * a.group;
-  const int row0 = q_tile * BM;
-  if (row0 >= rows) return;
+  const CtaPlace cta = cta_place(a, BM);
+  if (cta.idle()) return;
   // Cluster pair (kPair): CTA rank blockIdx.x & 1 of a cluster of two along x. It shares K/V with
   // its partner only when both have rows and TMA is on; both CTAs decide alike from the same
   // numbers, and an unpaired CTA touches nothing of the other.
@@ -213,10 +207,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   if constexpr (C::kPair) asm("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(cluster_ctas));
   const uint32_t rank = blockIdx.x & 1;
   const int partner_row0 = (gridDim.x - 1 - int(blockIdx.x ^ 1)) * BM;
-  const bool paired = C::kPair && cluster_ctas == 2 && a.tma_box_rows > 0 && partner_row0 < rows;
+  const bool paired = C::kPair && cluster_ctas == 2 && a.tma_box_rows > 0 && partner_row0 < cta.rows;
   const int range_rows = paired ? 2 * BM : BM;  // rows whose keys this CTA visits
-  const int kv_len = a.kv_len[seq];
-  const int* page_table = a.page_table + int64_t(seq) * a.max_pages;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
   // ---- set-up, all threads: barriers, row positions ----
@@ -230,8 +222,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   }
   // Positions of this CTA's rows, then (paired) of the partner's.
   for (int r = tid; r < range_rows; r += C::kThreads) {
-    const int pr = r < BM ? row0 + r : partner_row0 + r - BM;
-    sRowPos[r] = pr < rows ? a.positions[q0 + pr / a.group] : -1;
+    const int pr = r < BM ? cta.row0 + r : partner_row0 + r - BM;
+    sRowPos[r] = pr < cta.rows ? a.positions[cta.q0 + pr / a.group] : -1;
   }
   __syncthreads();
   if (paired) wg::cluster_sync();  // both CTAs' barriers initialised before either touches the other's
@@ -244,13 +236,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     if (p >= 0) pmin = min(pmin, p), pmax = max(pmax, p);
   }
   pmin = __reduce_min_sync(0xffffffffu, pmin), pmax = __reduce_max_sync(0xffffffffu, pmax);
-  int lo = 0, hi = min(kv_len, pmax + 1);
-  if (a.window > 0) lo = max(0, pmin - a.window + 1);
-  hi = max(hi, lo);
-  const int tiles_lo = lo / BN, tiles_hi = (hi + BN - 1) / BN;
-  const int per_split = (tiles_hi - tiles_lo + a.num_splits - 1) / a.num_splits;
-  const int t_begin = tiles_lo + split * per_split;
-  const int n_tiles = max(0, min(tiles_hi, t_begin + per_split) - t_begin);
+  const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, false, BN);  // no image rows here
+  const int t_begin = kt.begin, n_tiles = kt.count;
 
   if (warp >= 8) {
     // ---- producer warpgroup: K then V of each tile, as soon as the consumers free the stage ----
@@ -276,12 +263,12 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       for (int h = 0; h < 2; ++h) {
         const int key = k0 + lane + 32 * h;
         t.off[h] = -1, t.tok[h] = 0;
-        if (key < kv_len) {
+        if (key < cta.kv_len) {
           const int lp = a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size;
           const int slot = key - lp * a.page_size;
-          const int page = page_table[lp];
+          const int page = cta.page_table[lp];
           if (page >= 0) {
-            t.off[h] = int64_t(page) * a.page_stride + int64_t(slot) * a.token_stride + int64_t(kvh) * HD;
+            t.off[h] = int64_t(page) * a.page_stride + int64_t(slot) * a.token_stride + int64_t(cta.kvh) * HD;
             t.tok[h] = page * a.page_size + slot;
           }
         }
@@ -308,12 +295,13 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 #pragma unroll
               for (int i = 0; i < kHalf; ++i) {
                 const int slab = int(rank) * kHalf + i;
-                wg::tma_load_3d_multicast(tile_base + slab * (BN * 128) + g * 128, map, slab * 64, kvh, token, full, 3);
+                wg::tma_load_3d_multicast(tile_base + slab * (BN * 128) + g * 128, map, slab * 64, cta.kvh, token,
+                                          full, 3);
               }
             } else if (pt == 0) {
 #pragma unroll
               for (int slab = 0; slab < HD / 64; ++slab)
-                wg::tma_load_3d(tile_base + slab * (BN * 128) + g * 128, map, slab * 64, kvh, token, full);
+                wg::tma_load_3d(tile_base + slab * (BN * 128) + g * 128, map, slab * 64, cta.kvh, token, full);
             }
           }
         } else {
@@ -366,11 +354,11 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   // The Q tile (zero rows past the end), by the consumers alone: the producer has already
   // started on K/V meanwhile.
   for (int i = tid; i < BM * C::kChunks; i += C::kConsumerThreads) {
-    const int r = i / C::kChunks, c = i % C::kChunks, pr = row0 + r;
-    const bool ok = pr < rows;
+    const int r = i / C::kChunks, c = i % C::kChunks, pr = cta.row0 + r;
+    const bool ok = pr < cta.rows;
     const bf16* src = a.q;
     if (ok) {
-      const int t = q0 + pr / a.group, head = kvh * a.group + pr % a.group;
+      const int t = cta.q0 + pr / a.group, head = cta.kvh * a.group + pr % a.group;
       src = a.q + (int64_t(t) * a.num_q_heads + head) * HD + c * 8;
     }
     const uint32_t dst = sQ + (c >> 3) * (BM * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
@@ -450,7 +438,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   // factor the running O must be rescaled by goes into alpha.
   auto softmax = [&](float (&sc)[32], int k0, float (&alpha)[2]) {
     const bool all_visible =
-        k0 + BN <= kv_len && k0 + BN - 1 <= wpmin && (a.window == 0 || wpmax - k0 < a.window);
+        k0 + BN <= cta.kv_len && k0 + BN - 1 <= wpmin && (a.window == 0 || wpmax - k0 < a.window);
     float mx[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
@@ -458,7 +446,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       float x = sc[i] * a.scale_log2;
       if (!all_visible) {
         const int key = k0 + (i >> 2) * 8 + (lane & 3) * 2 + (i & 1);
-        const bool ok = key < kv_len && key <= qpos[h] && (a.window == 0 || qpos[h] - key < a.window);
+        const bool ok = key < cta.kv_len && key <= qpos[h] && (a.window == 0 || qpos[h] - key < a.window);
         if (!ok) x = -INFINITY;
       }
       sc[i] = x;
@@ -593,9 +581,9 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int pr = row0 + r_lo + 8 * h;
-    if (pr >= rows) continue;
-    const int t = q0 + pr / a.group, head = kvh * a.group + pr % a.group;
+    const int pr = cta.row0 + r_lo + 8 * h;
+    if (pr >= cta.rows) continue;
+    const int t = cta.q0 + pr / a.group, head = cta.kvh * a.group + pr % a.group;
     const int col = dim0 + (lane & 3) * 2;
     const float l = l_run[h];
     if (a.num_splits == 1) {
@@ -605,7 +593,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       for (int j = 0; j < 32; ++j)
         *reinterpret_cast<uint32_t*>(dst + j * 8) = pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
     } else {
-      const int64_t prow = (int64_t(split) * a.num_tokens + t) * a.num_q_heads + head;
+      const int64_t prow = (int64_t(cta.split) * a.num_tokens + t) * a.num_q_heads + head;
       float* dst = a.part_o + prow * HD + col;
 #pragma unroll
       for (int j = 0; j < 32; ++j)

@@ -1,0 +1,132 @@
+// What every attention tile kernel (attention_tile.cuh, attention_decode.cuh, attention_wgmma.cuh)
+// works out first: where its CTA sits in the grid, which key tiles its split visits, and (the two
+// mma.sync kernels) how a K/V tile is gathered through the page table.
+#pragma once
+#include <cuda_bf16.h>
+
+#include <climits>
+#include <cstdint>
+
+#include "kernels/cuda/attention_mma.cuh"
+#include "kernels/cuda/attention_params.cuh"
+
+namespace gs::cuda::attn {
+
+// The grid: x = tiles of block_m packed query rows (the last, with the most keys under causal
+// masking, start first), y = kv head × split, z = sequence.
+struct CtaPlace {
+  int seq, kvh, split, q_tile;
+  int q0, q_len;              // the sequence's query tokens
+  int rows, row0;             // its packed rows (q_len · group) and this CTA's first
+  int kv_len, first_new_key;  // keys of this step's rows: [first_new_key, kv_len)
+  const int* page_table;      // the sequence's
+  // The grid covers the longest sequence; shorter ones leave tiles idle.
+  __device__ bool idle() const { return row0 >= rows; }
+};
+
+__device__ __forceinline__ CtaPlace cta_place(const TileArgs& a, int block_m) {
+  CtaPlace c;
+  c.seq = blockIdx.z;
+  c.kvh = blockIdx.y / a.num_splits;
+  c.split = blockIdx.y % a.num_splits;
+  c.q0 = a.q_start[c.seq];
+  c.q_len = a.q_start[c.seq + 1] - c.q0;
+  c.rows = c.q_len * a.group;
+  c.q_tile = gridDim.x - 1 - blockIdx.x;
+  c.row0 = c.q_tile * block_m;
+  c.kv_len = a.kv_len[c.seq];
+  c.first_new_key = c.kv_len - c.q_len;
+  c.page_table = a.page_table + int64_t(c.seq) * a.max_pages;
+  return c;
+}
+
+// The key tiles of bn keys that the CTA's split visits: those its rows, at positions
+// [pmin, pmax] (pmax -1: none), can see under causal masking and the window (any_mm: a row is in an
+// image block and sees every key of this step too), divided evenly between the splits.
+struct KeyTiles {
+  int begin, count;
+};
+__device__ __forceinline__ KeyTiles split_key_tiles(const TileArgs& a, const CtaPlace& c, int pmin, int pmax,
+                                                    bool any_mm, int bn) {
+  int lo = 0, hi = min(c.kv_len, pmax + 1);
+  if (a.window > 0) lo = max(0, pmin - a.window + 1);
+  if (any_mm) hi = c.kv_len, lo = min(lo, max(0, c.first_new_key));
+  hi = max(hi, lo);
+  const int tiles_lo = lo / bn, tiles_hi = (hi + bn - 1) / bn;
+  const int per_split = (tiles_hi - tiles_lo + a.num_splits - 1) / a.num_splits;
+  KeyTiles t;
+  t.begin = tiles_lo + c.split * per_split;
+  t.count = max(0, min(tiles_hi, t.begin + per_split) - t.begin);
+  return t;
+}
+
+// Each of the CTA's block_m rows' position and image block (-1 past the end) into shared memory.
+__device__ __forceinline__ void load_row_info(const TileArgs& a, const CtaPlace& c, int block_m, int* sRowPos,
+                                              int* sRowBlk, int tid, int nt) {
+  for (int r = tid; r < block_m; r += nt) {
+    int pos = -1, blk = -1;
+    if (c.row0 + r < c.rows) {
+      const int t = c.q0 + (c.row0 + r) / a.group;
+      pos = a.positions[t];
+      if (a.mm_block) blk = a.mm_block[t];
+    }
+    sRowPos[r] = pos;
+    sRowBlk[r] = blk;
+  }
+}
+
+// The smallest and largest position of the CTA's rows (pmax -1: none) and whether one is in an
+// image block, from the row info above (after a barrier; every thread scans: block_m is 16-64).
+struct RowSpan {
+  int pmin, pmax;
+  bool any_mm;
+};
+__device__ __forceinline__ RowSpan row_span(const int* sRowPos, const int* sRowBlk, int block_m) {
+  RowSpan s{INT_MAX, -1, false};
+  for (int r = 0; r < block_m; ++r) {
+    const int p = sRowPos[r];
+    if (p >= 0) s.pmin = min(s.pmin, p), s.pmax = max(s.pmax, p);
+    s.any_mm |= sRowBlk[r] >= 0;
+  }
+  return s;
+}
+
+// Issues the cp.async copies of key tile `tile` (keys tile·BN ..) of K and V into dK / dV (BN rows
+// of HD, swizzled) and, for image rows, the keys' image blocks into key_blk. Keys past kv_len and
+// keys on freed pages (-1) are zero-filled without a read. A thread always copies the same 16-byte
+// chunk column of rows r0, r0 + NT/chunks, ...
+template <int HD, int BN, int NT>
+__device__ __forceinline__ void load_kv_tile(const TileArgs& a, const CtaPlace& c, bool any_mm, int tile,
+                                             __nv_bfloat16* dK, __nv_bfloat16* dV, int* key_blk, int tid) {
+  constexpr int kChunks = HD / 8, kLoadIters = BN * kChunks / NT;
+  static_assert(NT % kChunks == 0 && (BN * kChunks) % NT == 0, "uniform chunk ownership");
+  const int ld_c = tid % kChunks, ld_r0 = tid / kChunks;
+  const int64_t head_off = int64_t(c.kvh) * HD + ld_c * 8;
+  const int k0 = tile * BN;
+#pragma unroll
+  for (int j = 0; j < kLoadIters; ++j) {
+    const int r = ld_r0 + j * (NT / kChunks), key = k0 + r;
+    const __nv_bfloat16* srcK = a.k;
+    const __nv_bfloat16* srcV = a.v;
+    bool ok = false;
+    if (key < c.kv_len) {
+      // Power-of-two pages (the usual case) avoid an integer division per row.
+      const int lp = a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size;
+      const int slot = a.page_shift >= 0 ? key & (a.page_size - 1) : key - lp * a.page_size;
+      const int page = c.page_table[lp];
+      if (page >= 0) {
+        const int64_t off = int64_t(page) * a.page_stride + int64_t(slot) * a.token_stride + head_off;
+        srcK = a.k + off, srcV = a.v + off, ok = true;
+      }
+    }
+    cp_async16(dK + swz<HD>(r, ld_c), srcK, ok);
+    cp_async16(dV + swz<HD>(r, ld_c), srcV, ok);
+  }
+  if (any_mm)
+    for (int r = tid; r < BN; r += NT) {
+      const int key = k0 + r;
+      key_blk[r] = (key >= c.first_new_key && key < c.kv_len) ? a.mm_block[c.q0 + key - c.first_new_key] : -1;
+    }
+}
+
+}  // namespace gs::cuda::attn
