@@ -58,7 +58,7 @@ device=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1
 for step in $steps; do
   case $step in
     tests)
-      timeout "${GS_T_TESTS:-60}" "$tests_bin" --gtest_color=no --gtest_output="xml:$results/kernel-tests.xml" \
+      timeout "${GS_T_TESTS:-300}" "$tests_bin" --gtest_color=no --gtest_output="xml:$results/kernel-tests.xml" \
         > "$results/kernel-tests.log" 2>&1
       rc=$?
       passed=$(grep -c '^\[       OK \]' "$results/kernel-tests.log")

@@ -2,6 +2,8 @@
 // in a paged cache whose pages are shuffled (a serving cache is fragmented, not contiguous).
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -182,11 +184,17 @@ std::vector<AttentionBenchResult> bench_attention(int reps, bool all_kernels) {
       {"decode b64 ctx4k hd256 W1024 (31B sliding)", 256, 32, 16, 1024, 64, 1, 4096},
       {"decode b1 ctx4k hd512 (31B full)", 512, 32, 4, 0, 1, 1, 4096},
       {"decode b1 ctx4k hd256 W1024 (31B sliding)", 256, 32, 16, 1024, 1, 1, 4096},
+      {"decode b1 ctx1k hd512 (E2B full)", 512, 8, 1, 0, 1, 1, 1024},
+      {"decode b1 ctx1k hd256 W512 (E2B sliding)", 256, 8, 1, 512, 1, 1, 1024},
       {"verify b64 q4 ctx4k hd512 (31B full)", 512, 32, 4, 0, 64, 4, 4096},
   };
+  // GS_BENCH_ATTENTION_SHAPES: only the shapes whose name contains it (profiler runs).
+  const char* only = std::getenv("GS_BENCH_ATTENTION_SHAPES");
   std::vector<AttentionBenchResult> out;
-  for (const BenchShape& s : shapes)
+  for (const BenchShape& s : shapes) {
+    if (only && *only && !std::strstr(s.name, only)) continue;
     for (auto& r : run_shape(s, reps, all_kernels)) out.push_back(std::move(r));
+  }
   return out;
 }
 

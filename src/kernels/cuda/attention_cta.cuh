@@ -60,6 +60,14 @@ __device__ __forceinline__ KeyTiles split_key_tiles(const TileArgs& a, const Cta
   return t;
 }
 
+// Whether key tile `tile` (bn keys) holds only keys cached by earlier steps: keys below
+// first_new_key, which the kernel right before attention (qkv_prepare, writing this step's keys)
+// does not touch, so its copies may be issued before the PDL wait (launch_util.h). Positions,
+// lengths and page tables were copied in before the step's first kernel.
+__device__ __forceinline__ bool tile_is_cached(const CtaPlace& c, int tile, int bn) {
+  return min((tile + 1) * bn, c.kv_len) <= c.first_new_key;
+}
+
 // Each of the CTA's block_m rows' position and image block (-1 past the end) into shared memory.
 __device__ __forceinline__ void load_row_info(const TileArgs& a, const CtaPlace& c, int block_m, int* sRowPos,
                                               int* sRowBlk, int tid, int nt) {

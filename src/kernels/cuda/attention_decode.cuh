@@ -69,7 +69,6 @@ struct DecodeConfig {
 
 template <class C>
 __global__ void __launch_bounds__(C::kThreads, 1) attention_decode_kernel(const TileArgs a) {
-  pdl_enter();
   constexpr int HD = C::kHeadDim, BM = C::kBlockM, BN = C::kBlockN, ST = C::kStages, NW = C::kWarps;
   constexpr int NT = C::kThreads;
   using bf16 = __nv_bfloat16;
@@ -86,8 +85,12 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_decode_kernel(const 
   int* sRowBlk = sRowPos + BM;
   int* sKeyBlk = sRowBlk + BM;
 
+  // Before the PDL wait, as the tile kernel: placement, positions, the first cached K/V stages.
   const CtaPlace cta = cta_place(a, BM);
-  if (cta.idle()) return;
+  if (cta.idle()) {
+    pdl_enter();
+    return;
+  }
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
@@ -95,6 +98,26 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_decode_kernel(const 
   // P rows of padding rows stay zero (their softmax is skipped).
   for (int i = tid; i < BM * C::kPStride / 2; i += NT) reinterpret_cast<uint32_t*>(sP)[i] = 0u;
   for (int r = tid; r < BM; r += NT) sAlpha[r] = 1.f;
+  __syncthreads();
+
+  const RowSpan span = row_span(sRowPos, sRowBlk, BM);
+  const int pmin = span.pmin, pmax = span.pmax;
+  const bool any_mm = span.any_mm;
+  const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, any_mm, BN);
+  const int t_begin = kt.begin, n_tiles = kt.count;
+
+  auto load_kv = [&](int tile, int stage) {
+    load_kv_tile<HD, BN, NT>(a, cta, any_mm, tile, sK + stage * BN * HD, sV + stage * BN * HD, sKeyBlk + stage * BN,
+                             tid);
+  };
+  bool early[ST - 1];
+#pragma unroll
+  for (int s = 0; s < ST - 1; ++s) {
+    early[s] = s < n_tiles && tile_is_cached(cta, t_begin + s, BN);
+    if (early[s]) load_kv(t_begin + s, s);
+  }
+
+  pdl_enter();  // Q and this step's keys are the previous kernel's (qkv_prepare) output
 
   // This warp's slice of Q, straight from global memory into the m16k16 A layout:
   // a0 (row lane/4, cols 2·(lane%4)), a1 (row + 8), a2 (cols + 8), a3 (row + 8, cols + 8).
@@ -118,23 +141,11 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_decode_kernel(const 
         qf[kk][e] = p ? *reinterpret_cast<const uint32_t*>(p + kk * 16 + (e >> 1) * 8) : 0u;
       }
   }
-  __syncthreads();
-
-  const RowSpan span = row_span(sRowPos, sRowBlk, BM);
-  const int pmin = span.pmin, pmax = span.pmax;
-  const bool any_mm = span.any_mm;
-  const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, any_mm, BN);
-  const int t_begin = kt.begin, n_tiles = kt.count;
-
-  auto load_kv = [&](int tile, int stage) {
-    load_kv_tile<HD, BN, NT>(a, cta, any_mm, tile, sK + stage * BN * HD, sV + stage * BN * HD, sKeyBlk + stage * BN,
-                             tid);
-  };
 
 #pragma unroll
   for (int s = 0; s < ST - 1; ++s) {
-    if (s < n_tiles) load_kv(t_begin + s, s);
-    cp_async_commit();  // always commit: group i holds tile i
+    if (s < n_tiles && !early[s]) load_kv(t_begin + s, s);
+    cp_async_commit();  // always commit: group i holds tile i (group 0 also the tiles loaded early)
   }
 
   float o[C::kOTiles][4];

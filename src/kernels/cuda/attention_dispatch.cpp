@@ -17,8 +17,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <mutex>
+#include <string>
 #include <utility>
 
 #include "core/error.h"
@@ -172,6 +174,16 @@ static TileKernel choose_kernel(int head_dim, int64_t rows, bool vision_overlay,
   return narrow ? TileKernel::Hd512Split8Pair : TileKernel::Hd512Wide;
 }
 
+// GS_ATTN_MAX_SPLITS caps the splits (A/B runs; unset or 0: no cap).
+static int64_t max_splits_knob() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("GS_ATTN_MAX_SPLITS");
+    const int n = e && *e ? std::atoi(e) : 0;
+    return n > 0 ? int64_t(n) : int64_t(kMaxSplits);
+  }();
+  return v;
+}
+
 // Splits of the key range: the fewest that minimise ceil(ctas·s / slots) / s, the launch time in
 // units of one unsplit CTA's work when `slots` CTAs run at once.
 static int choose_splits(int64_t ctas, int64_t slots, int64_t max_splits) {
@@ -236,8 +248,13 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
     const int per_sm = is_wgmma_kernel(plan.kernel) ? 1  // 193-225 KB of shared memory per CTA
                        : hd == 256                  ? tile_kernel_occupancy_hd256(plan.kernel)
                                                     : tile_kernel_occupancy_hd512(plan.kernel);
-    const int64_t key_tiles = (batch.max_kv_len + info.keys - 1) / info.keys;
-    const int64_t max_splits = std::min<int64_t>({kMaxSplits, key_tiles / kMinTilesPerSplit, kSplitCtaBudget / ctas});
+    // Keys a row tile can see: a sliding layer's window (plus the tile's own span), not the context.
+    int64_t visible = batch.max_kv_len;
+    if (p.sliding_window > 0 && !p.mm_bidirectional)
+      visible = std::min<int64_t>(visible, int64_t(p.sliding_window) + batch.max_q_len);
+    const int64_t key_tiles = (visible + info.keys - 1) / info.keys;
+    const int64_t max_splits = std::min<int64_t>(
+        {max_splits_knob(), kMaxSplits, key_tiles / kMinTilesPerSplit, kSplitCtaBudget / ctas});
     splits = choose_splits(ctas, int64_t(sm_count()) * per_sm, max_splits);
     while (splits > 1 && partial_bytes(splits, batch.num_tokens, p.num_q_heads, hd) > workspace_bytes) --splits;
   }
@@ -284,8 +301,19 @@ bool fuses_combine(const AttentionPlan& plan, CombineMode mode) {
   return mode == CombineMode::Fused || (mode == CombineMode::Auto && plan.grid.num_seqs == 1);
 }
 
+// GS_ATTN_COMBINE=fused|separate overrides the automatic choice (A/B runs).
+static CombineMode combine_knob() {
+  static const CombineMode v = [] {
+    const char* e = std::getenv("GS_ATTN_COMBINE");
+    const std::string s = e ? e : "";
+    return s == "fused" ? CombineMode::Fused : s == "separate" ? CombineMode::Separate : CombineMode::Auto;
+  }();
+  return v;
+}
+
 void launch_plan(const AttentionPlan& plan, cudaStream_t stream, CombineMode mode) {
   if (plan.empty) return;
+  if (mode == CombineMode::Auto) mode = combine_knob();
   TileArgs a = plan.args;
   // The mma.sync tile and decode kernels can merge their splits themselves (the last split CTA
   // of a row tile); the wgmma kernels leave it to the combine kernel.

@@ -81,7 +81,6 @@ struct TileConfig {
 
 template <class C>
 __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const TileArgs a) {
-  pdl_enter();
   constexpr int HD = C::kHeadDim, BM = C::kBlockM, BN = C::kBlockN, ST = C::kStages;
   constexpr int WN = C::kWarpsN;
   constexpr int NT = C::kThreads;
@@ -98,23 +97,18 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const Ti
   int* sRowBlk = sRowPos + BM;
   int* sKeyBlk = sRowBlk + BM;
 
+  // Before the PDL wait (attention_cta.cuh): the placement, the rows' positions and the first
+  // stages of K/V tiles holding only keys cached by earlier steps.
   const CtaPlace cta = cta_place(a, BM);
-  if (cta.idle()) return;
+  if (cta.idle()) {
+    pdl_enter();
+    return;
+  }
 
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / WN, wn = warp % WN;
 
   load_row_info(a, cta, BM, sRowPos, sRowBlk, tid, NT);
-  for (int i = tid; i < BM * C::kChunks; i += NT) {
-    const int r = i / C::kChunks, c = i % C::kChunks, pr = cta.row0 + r;
-    const bool ok = pr < cta.rows;
-    const bf16* src = a.q;
-    if (ok) {
-      const int t = cta.q0 + pr / a.group, head = cta.kvh * a.group + pr % a.group;
-      src = a.q + (int64_t(t) * a.num_q_heads + head) * HD + c * 8;
-    }
-    cp_async16(sQ + swz<HD>(r, c), src, ok);
-  }
   __syncthreads();
 
   const RowSpan span = row_span(sRowPos, sRowBlk, BM);
@@ -127,11 +121,30 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const Ti
     load_kv_tile<HD, BN, NT>(a, cta, any_mm, tile, sK + stage * BN * HD, sV + stage * BN * HD, sKeyBlk + stage * BN,
                              tid);
   };
+  bool early[ST - 1];
+#pragma unroll
+  for (int s = 0; s < ST - 1; ++s) {
+    early[s] = s < n_tiles && tile_is_cached(cta, t_begin + s, BN);
+    if (early[s]) load_kv(t_begin + s, s);
+  }
+
+  pdl_enter();  // Q and this step's keys are the previous kernel's (qkv_prepare) output
+  for (int i = tid; i < BM * C::kChunks; i += NT) {
+    const int r = i / C::kChunks, c = i % C::kChunks, pr = cta.row0 + r;
+    const bool ok = pr < cta.rows;
+    const bf16* src = a.q;
+    if (ok) {
+      const int t = cta.q0 + pr / a.group, head = cta.kvh * a.group + pr % a.group;
+      src = a.q + (int64_t(t) * a.num_q_heads + head) * HD + c * 8;
+    }
+    cp_async16(sQ + swz<HD>(r, c), src, ok);
+  }
 
 #pragma unroll
   for (int s = 0; s < ST - 1; ++s) {
-    if (s < n_tiles) load_kv(t_begin + s, s);
-    cp_async_commit();  // always commit: group i holds tile i (group 0 also holds Q)
+    if (s < n_tiles && !early[s]) load_kv(t_begin + s, s);
+    // Always commit: group i holds tile i (group 0 also holds Q and the tiles loaded early).
+    cp_async_commit();
   }
 
   float o[C::kOTiles][4];

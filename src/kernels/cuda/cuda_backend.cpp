@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "core/error.h"
@@ -63,6 +65,25 @@ int64_t gemv_max_weight_bytes() {
   return v;
 }
 bool gemv_shape_wins(int64_t n, int64_t k) { return n * k * 2 <= gemv_max_weight_bytes() || k <= 4096; }
+
+// GS_PROFILE_SKIP (benchmarks only): a comma list of op classes left out of every step, so that
+// bench-decode shows what they cost inside a replayed graph, where no profiler sees kernel times
+// (ncu serialises kernels and starts each from a cold L2). The outputs are garbage.
+enum ProfileSkip : unsigned { kSkipAttention = 1, kSkipQkv = 2, kSkipNorm = 4, kSkipMatmul = 8 };
+unsigned profile_skips() {
+  static const unsigned v = [] {
+    const char* e = std::getenv("GS_PROFILE_SKIP");
+    const std::string list = e ? e : "";
+    unsigned m = 0;
+    for (auto [name, bit] : {std::pair{"attention", kSkipAttention}, {"qkv_prepare", kSkipQkv}, {"norm", kSkipNorm},
+                             {"matmul", kSkipMatmul}})
+      if (list.find(name) != std::string::npos) m |= bit;
+    if (m) log::warn("GS_PROFILE_SKIP={}: those ops are left out of every step; outputs are garbage", list);
+    return m;
+  }();
+  return v;
+}
+bool skipped(unsigned bit) { return (profile_skips() & bit) != 0; }
 
 class CudaBackend final : public Backend {
  public:
@@ -185,6 +206,7 @@ class CudaBackend final : public Backend {
 
   // ---- dense math -------------------------------------------------------------------------------
   void matmul(const Tensor& x, const Tensor& w, const Tensor& out) override {
+    if (skipped(kSkipMatmul)) return;
     cuda::check_matmul(x, w, out);
     const int64_t m = x.rows(), n = w.dim(0), k = x.cols();
     if (gemv_routes(x, w, out))
@@ -203,6 +225,7 @@ class CudaBackend final : public Backend {
     return x.dtype == DType::BF16 && w.dtype == DType::BF16 && out.dtype == DType::BF16 && gemv_routes(x, w, out);
   }
   void matmul_gelu_mul(const Tensor& x, const Tensor& w, const Tensor& gate_up, const Tensor& out) override {
+    if (skipped(kSkipMatmul)) return;
     cuda::check_matmul(x, w, gate_up);
     GS_CHECK(out.rows() == x.rows() && 2 * out.cols() == w.dim(0) && out.dtype == gate_up.dtype,
              "matmul_gelu_mul: out {} must be [T, I] for weights {}", out.str(), w.str());
@@ -212,6 +235,7 @@ class CudaBackend final : public Backend {
       Backend::matmul_gelu_mul(x, w, gate_up, out);
   }
   void matmul_gelu_mul_pair(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& out) override {
+    if (skipped(kSkipMatmul)) return;
     cuda::check_matmul(x, w, out);
     GS_CHECK(b.numel() == out.numel() && b.dtype == out.dtype, "matmul_gelu_mul_pair: b {} must match out {}",
              b.str(), out.str());
@@ -224,14 +248,17 @@ class CudaBackend final : public Backend {
     cuda::launch_embedding(table, ids, scale, out, stream_);
   }
   void rms_norm(const Tensor& x, const Tensor* weight, float eps, const Tensor& out) override {
+    if (skipped(kSkipNorm)) return;
     cuda::launch_rms_norm(x, weight, eps, out, stream_);
   }
   void residual_add_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
                          float out_scale) override {
+    if (skipped(kSkipNorm)) return;
     cuda::launch_residual_add_norm(residual, x, weight, eps, out_scale, stream_);
   }
   void residual_add_norm_then_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
                                    float out_scale, const Tensor& next_weight, const Tensor& next_out) override {
+    if (skipped(kSkipNorm)) return;
     cuda::launch_residual_add_norm(residual, x, weight, eps, out_scale, stream_, &next_weight, &next_out);
   }
   void add(const Tensor& a, const Tensor& b, const Tensor& out) override { cuda::launch_add(a, b, out, stream_); }
@@ -256,11 +283,13 @@ class CudaBackend final : public Backend {
   void qkv_prepare(const Tensor& qkv, QkvLayout layout, const AttentionParams& p, const RopeSpec& rope,
                    const Tensor& q_norm_w, const Tensor* k_norm_w, float eps, const AttentionBatch& batch,
                    KvGroup group, KvPool& pool, int cache_layer, const Tensor& q_out) override {
+    if (skipped(kSkipQkv)) return;
     cuda::launch_qkv_prepare(qkv, layout, p, rope, q_norm_w, k_norm_w, eps, batch, group, pool, cache_layer, q_out,
                              stream_);
   }
   void attention(const Tensor& q, const AttentionBatch& batch, KvGroup group, const KvPool& pool, int cache_layer,
                  const AttentionParams& p, const Tensor& out) override {
+    if (skipped(kSkipAttention)) return;
     size_t ws = cuda::attention_workspace_bytes(batch.num_tokens, batch.num_seqs, p.num_q_heads, p.head_dim);
     void* scratch = scratch_->get(ws, capturing(), "attention");
     // AttentionBatch leaves mm_block undefined when no row is a vision token; the overlay then
