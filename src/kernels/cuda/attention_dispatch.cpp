@@ -291,14 +291,16 @@ static int* split_counters(cudaStream_t stream) {
   return p;
 }
 
-// Auto fuses the combine for single-sequence batches only. H200, 2026-11-25 (AttentionBench, GPU
-// time): b1 ctx4k hd256 W1024 0.017 ms fused against 0.021 ms with the combine kernel, b1 ctx4k
-// hd512 0.034 against 0.031 (a wash once the saved launch is counted), but b64 E2B hd512 with 4
-// splits 0.160 against 0.143, so batches keep the separate kernel.
+// Auto never fuses the combine now. Standalone (AttentionBench, GPU time, H200 2026-11-25) the fused
+// combine won at batch 1 on hd256 (0.017 against 0.021 ms), tied on hd512 and lost at batch 64
+// (0.160 against 0.143 ms); inside a replayed batch-1 decode graph, where PDL hides the second
+// launch and the combine kernel merges on many SMs instead of one, the combine kernel won outright:
+// E2B 2.331 -> 2.158 ms a step, 31B 16.400 -> 16.223 (docs/perf/decode.md). Fused stays for A/B
+// runs (GS_ATTN_COMBINE=fused) and is tested.
 bool fuses_combine(const AttentionPlan& plan, CombineMode mode) {
   if (plan.empty || plan.args.num_splits <= 1 || is_wgmma_kernel(plan.kernel)) return false;
   if (int64_t(plan.grid.q_tiles) * plan.grid.kv_heads * plan.grid.num_seqs > kSplitCounters) return false;
-  return mode == CombineMode::Fused || (mode == CombineMode::Auto && plan.grid.num_seqs == 1);
+  return mode == CombineMode::Fused;
 }
 
 // GS_ATTN_COMBINE=fused|separate overrides the automatic choice (A/B runs).
