@@ -53,8 +53,6 @@ void attention_block(Backend& be, const ModelConfig& cfg, int layer, const Layer
   KvPool& pool = cache.pool(spec.group());
 
   be.matmul(a, w.qkv, qkv);  // a = input_norm(x), left by the block before
-  // qkv_prepare, attention and its combine read little; the projections after them read much.
-  be.prefetch_weights({&w.o_proj, &w.gate_up, &w.down});
   be.qkv_prepare(qkv, layout, p, spec.rope, w.q_norm, spec.owns_kv ? &w.k_norm : nullptr, cfg.rms_norm_eps, batch,
                  spec.group(), pool, spec.kv_slot, q);
   be.attention(q, batch, spec.group(), pool, spec.kv_slot, p, attn);

@@ -12,7 +12,6 @@
 #pragma once
 #include <algorithm>
 #include <cstdint>
-#include <initializer_list>
 #include <memory>
 #include <string>
 #include <utility>
@@ -186,11 +185,6 @@ class Backend {
   // graph). Only a hint: results never depend on it. The cuda backend uses it to launch one-row
   // steps with programmatic dependent launch (launch_util.h), which pays off only there.
   virtual void set_step_rows(int rows) { (void)rows; }
-
-  // A hint that the step's next ops read these weights, in this order: a backend may start moving
-  // them toward the compute units (the cuda backend: into L2, while latency-bound kernels leave
-  // memory idle). Results never depend on it.
-  virtual void prefetch_weights(std::initializer_list<const Tensor*> weights) { (void)weights; }
 
   // ---- overlapped steps ---------------------------------------------------------------------
   // The engine enqueues step N+1 before it reads step N's results (runner/model_runner.h). For

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdlib>
-#include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,7 +22,6 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/host_staging.h"
-#include "kernels/cuda/l2_prefetch.h"
 #include "kernels/cuda/launch_util.h"
 #include "kernels/cuda/moe.h"
 #include "kernels/cuda/norms.h"
@@ -67,17 +65,6 @@ int64_t gemv_max_weight_bytes() {
   return v;
 }
 bool gemv_shape_wins(int64_t n, int64_t k) { return n * k * 2 <= gemv_max_weight_bytes() || k <= 4096; }
-
-// How many bytes of the weights named by prefetch_weights() a prefetch covers (GS_PREFETCH_AHEAD_MB;
-// 0 turns it off). Only one-row steps prefetch: there PDL overlaps the prefetch kernel with the
-// latency-bound kernels after it (launch_util.h).
-int64_t prefetch_ahead_bytes() {
-  static const int64_t v = [] {
-    const char* e = std::getenv("GS_PREFETCH_AHEAD_MB");
-    return int64_t(e && *e ? std::max(0, std::atoi(e)) : 32) << 20;
-  }();
-  return v;
-}
 
 // GS_PROFILE_SKIP (benchmarks only): a comma list of op classes left out of every step, so that
 // bench-decode shows what they cost inside a replayed graph, where no profiler sees kernel times
@@ -369,19 +356,6 @@ class CudaBackend final : public Backend {
   // ---- graphs -----------------------------------------------------------------------------------
   bool supports_graphs() const override { return true; }
   void set_step_rows(int rows) override { cuda::pdl_step_rows = rows; }
-  void prefetch_weights(std::initializer_list<const Tensor*> weights) override {
-    int64_t left = prefetch_ahead_bytes();
-    if (left == 0 || !cuda::pdl_enabled()) return;
-    cuda::PrefetchRanges r{};
-    for (const Tensor* t : weights) {
-      if (!t || !t->defined() || t->device != Device::CUDA || r.count == cuda::kMaxPrefetchRanges || left <= 0)
-        continue;
-      const int64_t bytes = std::min<int64_t>(int64_t(t->nbytes()), left);
-      r.ptr[r.count] = t->data, r.bytes[r.count++] = bytes;
-      left -= bytes;
-    }
-    if (r.count) cuda::launch_l2_prefetch(r, stream_);
-  }
 
   void begin_capture() override {
     GS_CHECK(!capturing(), "begin_capture: a capture is already in progress");
