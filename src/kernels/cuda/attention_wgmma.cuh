@@ -423,8 +423,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   // O += P·V[:, this warpgroup's columns] of stage s; P is the register A operand: the S
   // accumulator of n8 tiles 2kk and 2kk+1 is the m16k16 A fragment of keys [16kk, 16kk + 16).
   auto issue_pv = [&](const uint32_t (&p)[16], int s) {
-#pragma unroll
     const uint64_t vd = v_desc + ((s * C::kTileBytes) >> 4);
+#pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
       const uint32_t pa[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
       wg::wgmma_m64n256k16_rs_tb(o, pa, vd + ((kk * 16 * 128) >> 4));
