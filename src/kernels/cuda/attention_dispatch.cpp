@@ -137,6 +137,8 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
     case TileKernel::Hd512WgmmaSerial: return {"hd512 wgmma split d, serial (sm_90a)", 512, 64, 64};
     case TileKernel::Hd256WgmmaTma: return {"hd256 wgmma pipelined, TMA, CTA pairs (sm_90a)", 256, 128, 64};
     case TileKernel::Hd512WgmmaTma: return {"hd512 wgmma split d, pipelined, TMA, CTA pairs (sm_90a)", 512, 64, 64};
+    case TileKernel::Hd256WgmmaSerialTma: return {"hd256 wgmma serial, TMA (sm_90a)", 256, 128, 64};
+    case TileKernel::Hd512WgmmaSerialTma: return {"hd512 wgmma split d, serial, TMA (sm_90a)", 512, 64, 64};
     case TileKernel::Hd512Split8: return {"hd512 decode 8 warps split d, 32 keys x3", 512, 16, 32};
     case TileKernel::Hd512Split8Fine: return {"hd512 decode 8 warps split d, 16 keys x6", 512, 16, 16};
     case TileKernel::Hd512Split8Pair: return {"hd512 decode 8 warps split d, 16 keys x3, 2/SM", 512, 16, 16};

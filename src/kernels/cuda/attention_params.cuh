@@ -58,6 +58,8 @@ enum class TileKernel : int {
   Hd512WgmmaSerial, // as Hd512Wgmma, one product at a time per warpgroup
   Hd256WgmmaTma,    // as Hd256Wgmma, whole valid key tiles loaded by TMA (boundary tiles: cp.async)
   Hd512WgmmaTma,    // as Hd512Wgmma, likewise
+  Hd256WgmmaSerialTma,  // as Hd256WgmmaSerial, whole valid key tiles by TMA, no CTA pairs
+  Hd512WgmmaSerialTma,  // as Hd512WgmmaSerial, likewise
   // Decode kernels with the head dim split over 8 warps (attention_decode.cuh): 16 rows, S's
   // contraction and O's columns split by dims, partial S summed through shared memory.
   Hd512Split8,      // 32 keys per tile, 3 stages (214 KB, one CTA per SM)
@@ -66,9 +68,9 @@ enum class TileKernel : int {
   Hd512Split8Two,   // 32 keys per tile, 2 stages (150 KB)
   Hd256Split8,      // 32 keys per tile, 2 stages (86 KB, two CTAs per SM)
 };
-constexpr int kNumTileKernels = 19;
+constexpr int kNumTileKernels = 21;
 constexpr bool is_wgmma_kernel(TileKernel k) {
-  return int(k) >= int(TileKernel::Hd256Wgmma) && int(k) <= int(TileKernel::Hd512WgmmaTma);
+  return int(k) >= int(TileKernel::Hd256Wgmma) && int(k) <= int(TileKernel::Hd512WgmmaSerialTma);
 }
 constexpr bool is_split_d_kernel(TileKernel k) { return int(k) >= int(TileKernel::Hd512Split8); }
 

@@ -15,6 +15,10 @@ void launch_wgmma_kernel(TileKernel k, const TileArgs& a, const TileGrid& g, cud
     case TileKernel::Hd512WgmmaSerial: return launch_wgmma_config<WgConfig<512, false>>(a, g, stream);
     case TileKernel::Hd256WgmmaTma: return launch_wgmma_config<WgConfig<256, true, true>>(a, g, stream);
     case TileKernel::Hd512WgmmaTma: return launch_wgmma_config<WgConfig<512, true, true>>(a, g, stream);
+    case TileKernel::Hd256WgmmaSerialTma:
+      return launch_wgmma_config<WgConfig<256, false, true, false>>(a, g, stream);
+    case TileKernel::Hd512WgmmaSerialTma:
+      return launch_wgmma_config<WgConfig<512, false, true, false>>(a, g, stream);
     default: fail("attention: tile kernel " + std::to_string(int(k)) + " is not a wgmma kernel");
   }
 }

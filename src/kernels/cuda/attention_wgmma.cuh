@@ -47,7 +47,7 @@
 
 namespace gs::cuda::attn {
 
-template <int HD, bool PIPELINED, bool TMA = false>
+template <int HD, bool PIPELINED, bool TMA = false, bool PAIR = TMA>
 struct WgConfig {
   static constexpr int kHeadDim = HD;
   // Key tiles whose keys are all below kv_len and on live pages are loaded with TMA boxes of
@@ -57,7 +57,7 @@ struct WgConfig {
   // TMA variants run as clusters of two CTAs (adjacent query tiles of one KV head) that visit
   // the union of their key ranges and share every TMA-loaded K/V tile: each CTA loads half of
   // its slabs and multicasts them to both, so K/V cross from L2 once per 2·kBlockM rows.
-  static constexpr bool kPair = TMA;
+  static constexpr bool kPair = TMA && PAIR;
   static constexpr bool kPipelined = PIPELINED;  // P·V of tile j-1 overlaps the softmax of tile j
   static constexpr bool kSplitD = HD == 512;          // warpgroups split the head dim (see above)
   static constexpr int kBlockM = kSplitD ? 64 : 128;  // packed query rows per CTA
