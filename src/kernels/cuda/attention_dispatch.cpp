@@ -160,7 +160,11 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
 // 4x4 / 4x2 mma.sync warps took 1.99 / 15.4 ms). hd512 keeps the page_size % 8 condition it had
 // with the TMA kernel (the wgmma suite covers page sizes 8-48 only; others stay on mma.sync). The
 // vision-block overlay is not implemented in the wgmma kernels: such batches keep the mma.sync
-// kernels, as do decode batches (<= 16 rows).
+// kernels, as do decode batches (<= 16 rows). hd512 takes the serial kernel fed by TMA since the
+// per-tile instruction diet (H200, 2026-11-25, two runs: prefill 8k causal 6.97 ms against 7.24 for
+// cp.async, 315 against 304 TFLOP/s; verify b64 q4 0.526 against 0.519 ms, a tie); hd256 stays on
+// cp.async (0.747 against 0.740 ms). Tiles with keys past kv_len or on freed pages still take the
+// cp.async gather inside the TMA kernel.
 //
 // Decode at head dim 512 (<= 16 rows) goes to the split-d decode kernel with 16-key tiles, 3
 // stages and two CTAs per SM (attention_decode.cuh; H200, 2026-11-25: b64 ctx4k 31B 0.494 ms =
@@ -170,7 +174,7 @@ static TileKernel choose_kernel(int head_dim, int64_t rows, bool vision_overlay,
   const bool narrow = rows <= 16;
   if (!narrow && !vision_overlay && attn::wgmma_supported()) {
     if (head_dim == 256) return TileKernel::Hd256WgmmaSerial;
-    if (page_size % 8 == 0) return TileKernel::Hd512WgmmaSerial;
+    if (page_size % 8 == 0) return TileKernel::Hd512WgmmaSerialTma;
   }
   if (head_dim == 256) return narrow ? TileKernel::Hd256Narrow : TileKernel::Hd256WideQuad;
   return narrow ? TileKernel::Hd512Split8Pair : TileKernel::Hd512Wide;
