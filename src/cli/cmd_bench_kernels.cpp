@@ -183,6 +183,10 @@ void bench_sampling(Bench& B, Backend& b) {
   for (auto& r : filtered) r.temperature = 1.f, r.top_k = 64, r.top_p = 0.95f, r.seed = 7;
   B.time("sample greedy [64x262144]", 0, double(R * V * 4), [&] { b.sample(logits, greedy, ids, lp); });
   B.time("sample top-k 64 + top-p 0.95 [64x262144]", 0, double(R * V * 4), [&] { b.sample(logits, filtered, ids, lp); });
+  // What most OpenAI clients send: top_p alone, so the whole row is a candidate.
+  std::vector<SamplingRow> top_p(static_cast<size_t>(R));
+  for (auto& r : top_p) r.temperature = 0.8f, r.top_p = 0.95f, r.seed = 7;
+  B.time("sample top-p 0.95 [64x262144]", 0, double(R * V * 4), [&] { b.sample(logits, top_p, ids, lp); });
   Tensor tid = b.empty(DType::I32, {R, 20}), tlp = b.empty(DType::F32, {R, 20});
   B.time("top_logprobs 20 [64x262144]", 0, double(R * V * 4), [&] { b.top_logprobs(logits, 20, tid, tlp); });
 }
