@@ -64,6 +64,11 @@ TEST_F(Gemv, DecodeShapesOfE2B) {
 // The fused epilogues against the two ops they replace: bit-identical to the GEMV into bf16 followed
 // by the elementwise kernel (same dot products, same roundings), and close to the cpu backend
 // through Backend::matmul_gelu_mul(_pair) (which takes the fused path at M = 1).
+// The cuda backend rounds the pre-activation, gelu and the product to bf16 (three roundings of up
+// to 2^-9 each, the first amplified by gelu's slope), the cpu backend keeps f32; with M·N = 3
+// outputs one element carries the whole norm, and 1.03e-2 was seen (H200, 2026-11-25).
+constexpr double kFusedGeluTol = 2e-2;
+
 TEST_F(Gemv, FusedGeluEpiloguesMatchTheTwoOps) {
   struct IK { int64_t n, k; };
   auto bits = [&](const Tensor& t) { return download(*gpu, t); };
@@ -92,7 +97,7 @@ TEST_F(Gemv, FusedGeluEpiloguesMatchTheTwoOps) {
       cpu->matmul_gelu_mul(xc, wc, guc, oc);
       Tensor ob = gpu_poisoned(DType::BF16, {m, s.n}), gub = gpu_poisoned(DType::BF16, {m, 2 * s.n});
       gpu->matmul_gelu_mul(xg, wg, gub, ob);
-      expect_close(ob, oc, kBf16Tol, "backend matmul_gelu_mul " + what);
+      expect_close(ob, oc, kFusedGeluTol, "backend matmul_gelu_mul " + what);
 
       // gelu_mul_aux: gelu(x·wᵀ) · b, [M, N].
       auto [vc, vg] = weight(random_bf16(s.n * s.k, -ws, ws), Shape{s.n, s.k});
@@ -110,7 +115,7 @@ TEST_F(Gemv, FusedGeluEpiloguesMatchTheTwoOps) {
       cpu->matmul_gelu_mul_pair(xc, vc, bc, pc);
       Tensor pb = gpu_poisoned(DType::BF16, {m, s.n});
       gpu->matmul_gelu_mul_pair(xg, vg, bg, pb);
-      expect_close(pb, pc, kBf16Tol, "backend matmul_gelu_mul_pair " + what);
+      expect_close(pb, pc, kFusedGeluTol, "backend matmul_gelu_mul_pair " + what);
     }
 }
 

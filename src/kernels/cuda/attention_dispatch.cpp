@@ -170,8 +170,18 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
 // stages and two CTAs per SM (attention_decode.cuh; H200, 2026-11-25: b64 ctx4k 31B 0.494 ms =
 // 4.35 TB/s against 0.869 ms for the 1x4-warp narrow kernel, E2B 3.67 against 2.27 TB/s). At head
 // dim 256 its 8-warp variant only tied the narrow kernel (3.83 TB/s both), so that stays.
+// GS_ATTN_HD256_DECODE=split8 runs head-dim-256 decode batches on the 8-warp split-d kernel (A/B runs).
+static bool hd256_decode_split8() {
+  static const bool v = [] {
+    const char* e = std::getenv("GS_ATTN_HD256_DECODE");
+    return e && std::string(e) == "split8";
+  }();
+  return v;
+}
+
 static TileKernel choose_kernel(int head_dim, int64_t rows, bool vision_overlay, int page_size) {
   const bool narrow = rows <= 16;
+  if (head_dim == 256 && narrow && hd256_decode_split8()) return TileKernel::Hd256Split8;
   if (!narrow && !vision_overlay && attn::wgmma_supported()) {
     if (head_dim == 256) return TileKernel::Hd256WgmmaSerial;
     if (page_size % 8 == 0) return TileKernel::Hd512WgmmaSerialTma;
