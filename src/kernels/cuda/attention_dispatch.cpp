@@ -170,18 +170,26 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
 // stages and two CTAs per SM (attention_decode.cuh; H200, 2026-11-25: b64 ctx4k 31B 0.494 ms =
 // 4.35 TB/s against 0.869 ms for the 1x4-warp narrow kernel, E2B 3.67 against 2.27 TB/s). At head
 // dim 256 its 8-warp variant only tied the narrow kernel (3.83 TB/s both), so that stays.
-// GS_ATTN_HD256_DECODE=split8 runs head-dim-256 decode batches on the 8-warp split-d kernel (A/B runs).
-static bool hd256_decode_split8() {
-  static const bool v = [] {
+// Head-dim-256 decode: the 8-warp split-d kernel for groups of 8+ query heads per KV head (E2B's
+// sliding layers), the narrow kernel otherwise. In a replayed decode graph (H200, 2026-11-25, two
+// runs each) split-d took E2B 2.168 -> 2.136 ms at batch 1 and 2.984 -> 2.943 at batch 8, while
+// 31B's group of 2 was even at batch 1 (16.03 both) and 0.4% slower at batch 8 (18.62 / 18.54).
+// GS_ATTN_HD256_DECODE=narrow|split8 overrides it for A/B runs.
+static int hd256_decode_override() {  // 0 none, 1 narrow, 2 split8
+  static const int v = [] {
     const char* e = std::getenv("GS_ATTN_HD256_DECODE");
-    return e && std::string(e) == "split8";
+    const std::string s = e ? e : "";
+    return s == "narrow" ? 1 : s == "split8" ? 2 : 0;
   }();
   return v;
 }
 
-static TileKernel choose_kernel(int head_dim, int64_t rows, bool vision_overlay, int page_size) {
+static TileKernel choose_kernel(int head_dim, int64_t rows, int group, bool vision_overlay, int page_size) {
   const bool narrow = rows <= 16;
-  if (head_dim == 256 && narrow && hd256_decode_split8()) return TileKernel::Hd256Split8;
+  if (head_dim == 256 && narrow) {
+    const int o = hd256_decode_override();
+    if (o == 2 || (o == 0 && group >= 8)) return TileKernel::Hd256Split8;
+  }
   if (!narrow && !vision_overlay && attn::wgmma_supported()) {
     if (head_dim == 256) return TileKernel::Hd256WgmmaSerial;
     if (page_size % 8 == 0) return TileKernel::Hd512WgmmaSerialTma;
@@ -221,7 +229,7 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
 
   const int hd = p.head_dim, nkv = p.num_kv_heads, grp = p.num_q_heads / p.num_kv_heads;
   const int64_t rows = int64_t(batch.max_q_len) * grp;
-  plan.kernel = force ? *force : choose_kernel(hd, rows, p.mm_bidirectional, pool.page_size);
+  plan.kernel = force ? *force : choose_kernel(hd, rows, grp, p.mm_bidirectional, pool.page_size);
   const TileKernelInfo info = tile_kernel_info(plan.kernel);
   GS_CHECK(info.head_dim == hd, "paged_attention: kernel '{}' cannot serve head dim {}", info.name, hd);
   if (is_wgmma_kernel(plan.kernel)) {
