@@ -137,4 +137,32 @@ __device__ __forceinline__ void load_kv_tile(const TileArgs& a, const CtaPlace& 
     }
 }
 
+// What the mma.sync kernels work out before their PDL wait, from their rows' positions (sRowPos /
+// sRowBlk, after a barrier): the rows' span, the split's key tiles, and the copies of those of
+// the first STAGES tiles that hold only cached keys, issued now (bit s of `early`); the kernel
+// issues the others after its wait.
+struct SplitStart {
+  RowSpan span;
+  KeyTiles tiles;
+  unsigned early;
+};
+template <int HD, int BN, int NT, int STAGES>
+__device__ __forceinline__ SplitStart start_split(const TileArgs& a, const CtaPlace& c, int block_m,
+                                                  const int* sRowPos, const int* sRowBlk, __nv_bfloat16* sK,
+                                                  __nv_bfloat16* sV, int* sKeyBlk, int tid) {
+  SplitStart st;
+  st.span = row_span(sRowPos, sRowBlk, block_m);
+  st.tiles = split_key_tiles(a, c, st.span.pmin, st.span.pmax, st.span.any_mm, BN);
+  st.early = 0;
+#pragma unroll
+  for (int s = 0; s < STAGES; ++s)
+    if (s < st.tiles.count && tile_is_cached(c, st.tiles.begin + s, BN)) {
+      load_kv_tile<HD, BN, NT>(a, c, st.span.any_mm, st.tiles.begin + s, sK + s * BN * HD, sV + s * BN * HD,
+                               sKeyBlk + s * BN, tid);
+      st.early |= 1u << s;
+    }
+  return st;
+}
+
+
 }  // namespace gs::cuda::attn

@@ -100,22 +100,13 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_decode_kernel(const 
   for (int r = tid; r < BM; r += NT) sAlpha[r] = 1.f;
   __syncthreads();
 
-  const RowSpan span = row_span(sRowPos, sRowBlk, BM);
-  const int pmin = span.pmin, pmax = span.pmax;
-  const bool any_mm = span.any_mm;
-  const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, any_mm, BN);
-  const int t_begin = kt.begin, n_tiles = kt.count;
-
+  const SplitStart start = start_split<HD, BN, NT, ST - 1>(a, cta, BM, sRowPos, sRowBlk, sK, sV, sKeyBlk, tid);
+  const bool any_mm = start.span.any_mm;
+  const int t_begin = start.tiles.begin, n_tiles = start.tiles.count;
   auto load_kv = [&](int tile, int stage) {
     load_kv_tile<HD, BN, NT>(a, cta, any_mm, tile, sK + stage * BN * HD, sV + stage * BN * HD, sKeyBlk + stage * BN,
                              tid);
   };
-  bool early[ST - 1];
-#pragma unroll
-  for (int s = 0; s < ST - 1; ++s) {
-    early[s] = s < n_tiles && tile_is_cached(cta, t_begin + s, BN);
-    if (early[s]) load_kv(t_begin + s, s);
-  }
 
   pdl_enter();  // Q and this step's keys are the previous kernel's (qkv_prepare) output
 
@@ -144,7 +135,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_decode_kernel(const 
 
 #pragma unroll
   for (int s = 0; s < ST - 1; ++s) {
-    if (s < n_tiles && !early[s]) load_kv(t_begin + s, s);
+    if (s < n_tiles && !((start.early >> s) & 1u)) load_kv(t_begin + s, s);
     cp_async_commit();  // always commit: group i holds tile i (group 0 also the tiles loaded early)
   }
 
