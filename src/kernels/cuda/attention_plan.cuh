@@ -26,7 +26,7 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
 
 // How split keys are merged: by the last split CTA of the mma.sync tile and decode kernels
 // (Fused, no second launch), by the combine kernel launched after them (Separate), or as the
-// dispatcher chooses (Auto: fused for single-sequence batches, see launch_plan).
+// dispatcher chooses (Auto: the combine kernel, or GS_ATTN_COMBINE; see fuses_combine).
 enum class CombineMode { Auto, Fused, Separate };
 
 // Whether launch_plan(plan, stream, mode) merges the splits inside the attention kernel (when the
