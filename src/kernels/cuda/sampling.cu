@@ -39,6 +39,32 @@ struct SelectShared {
   int state;  // 0 searching, 1 one element left in the chosen bin, 2 target not reached
 };
 
+// Adds weight w and count 1 to bin b for each active lane with one shared-memory atomic per
+// distinct bin of the warp (the whole warp calls). A row's elements crowd into a few bins (the
+// first pass bins by sign and exponent), and contended shared atomics, the f64 ones above all,
+// were most of a select's time. The peers' weights are summed by the warp first; the bins already
+// received their weights in no fixed order, so the select's result is unchanged.
+template <bool kCounts>
+__device__ __forceinline__ void warp_histogram_add(bool active, int b, double w, SelectShared& sh) {
+  const int lane = threadIdx.x & 31;
+  if constexpr (kCounts) {
+    const unsigned peers = __match_any_sync(0xffffffffu, active ? b : -1);
+    if (active && lane == __ffs(peers) - 1) atomicAdd(&sh.count[b], __popc(peers));
+  } else {
+    unsigned pending = __ballot_sync(0xffffffffu, active);
+    while (pending) {
+      const int leader = __ffs(pending) - 1;
+      const int lb = __shfl_sync(0xffffffffu, b, leader);
+      const bool mine = active && b == lb;
+      const unsigned peers = __ballot_sync(0xffffffffu, mine);
+      double v = mine ? w : 0.0;
+      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+      if (lane == leader) atomicAdd(&sh.mass[lb], v), atomicAdd(&sh.count[lb], __popc(peers));
+      pending &= ~peers;
+    }
+  }
+}
+
 // The key of the element e (in descending key order over the candidates) where the cumulative
 // weight crosses `target`: W(keys > e) < target <= W(keys >= e). 0 when the candidates weigh less
 // than `target`. weight_of(i) < 0 marks i as no candidate. All threads of the block must call.
@@ -56,14 +82,21 @@ __device__ uint64_t block_select(int64_t n, double target, KeyF key_of, WeightF 
     for (int b = threadIdx.x; b < 256; b += blockDim.x) sh.mass[b] = 0, sh.count[b] = 0;
     __syncthreads();
     const uint64_t prefix = sh.prefix, mask = sh.mask;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-      const uint64_t k = key_of(i);
-      if ((k & mask) != prefix) continue;
-      const double w = weight_of(i);
-      if (w < 0) continue;
-      const int b = int((k >> shift) & 255u);
-      if constexpr (!kCounts) atomicAdd(&sh.mass[b], w);
-      atomicAdd(&sh.count[b], 1);
+    // Whole warps through every iteration (blockDim.x is a multiple of 32), for the warp histogram.
+    for (int64_t base = 0; base < n; base += blockDim.x) {
+      const int64_t i = base + threadIdx.x;
+      bool active = false;
+      int b = 0;
+      double w = 0;
+      if (i < n) {
+        const uint64_t k = key_of(i);
+        if ((k & mask) == prefix) {
+          w = weight_of(i);
+          active = w >= 0;
+          b = int((k >> shift) & 255u);
+        }
+      }
+      warp_histogram_add<kCounts>(active, b, w, sh);
     }
     __syncthreads();
     if (threadIdx.x == 0) {
