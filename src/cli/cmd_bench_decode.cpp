@@ -39,6 +39,9 @@ struct BenchDecodeOptions {
   bool enforce_eager = false;
   double hbm_tb_s = 4.29;  // engine-design.md: H200 copy bandwidth (read + write), PyTorch
   std::string json_out;
+  // Each sequence's sampling (as in a request); the default, temperature 0, is greedy.
+  float temperature = 0.f, top_p = 1.f;
+  int top_k = 0;
 };
 
 // Bytes one decode step must read: every weight once, except the embedding rows (gathered; the
@@ -140,7 +143,9 @@ Result bench_one(Gemma4Model& model, Backend& be, int batch, const BenchDecodeOp
       rs.tokens = &tokens[size_t(s)];
       rs.start = cached;
       rs.q_len = 1;
-      rs.sample = true;  // greedy
+      rs.sample = true;
+      rs.sampling.temperature = o.temperature, rs.sampling.top_p = o.top_p, rs.sampling.top_k = o.top_k;
+      rs.sampling.seed = uint64_t(s) + 1, rs.sampling.step = uint64_t(cached);
       for (int g = 0; g < kNumKvGroups; ++g)
         if (pages[g] > 0) rs.page_table[g] = &tables[g][size_t(s)];
     }
@@ -171,6 +176,15 @@ Result bench_one(Gemma4Model& model, Backend& be, int batch, const BenchDecodeOp
   return r;
 }
 
+std::string sampling_label(const BenchDecodeOptions& o) {
+  if (o.temperature <= 0.f) return "greedy";
+  std::ostringstream os;
+  os << "temperature " << o.temperature;
+  if (o.top_k > 0) os << ", top_k " << o.top_k;
+  if (o.top_p < 1.f) os << ", top_p " << o.top_p;
+  return os.str();
+}
+
 int run(const BenchDecodeOptions& o) {
   GS_CHECK(o.context >= 0 && o.steps > 0 && o.warmup >= 0, "bench-decode: --context >= 0, --steps > 0, --warmup >= 0");
   const std::vector<int> batches = parse_int_list(o.batches);
@@ -198,8 +212,8 @@ int run(const BenchDecodeOptions& o) {
   std::vector<Result> results;
   for (int b : batches) results.push_back(bench_one(model, *be, b, o));
 
-  std::printf("\n%s, %s, context %d, %d steps after %d warm-up (HBM ceiling %.2f TB/s)\n", o.model.c_str(),
-              be->name().c_str(), o.context, o.steps, o.warmup, o.hbm_tb_s);
+  std::printf("\n%s, %s, context %d, %d steps after %d warm-up (HBM ceiling %.2f TB/s), %s\n", o.model.c_str(),
+              be->name().c_str(), o.context, o.steps, o.warmup, o.hbm_tb_s, sampling_label(o).c_str());
   std::printf("| batch | ms/step | tokens/s | weights GB | KV GB | floor ms | step / floor | steps from graphs |\n");
   std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   nlohmann::json j = nlohmann::json::array();
@@ -211,7 +225,7 @@ int run(const BenchDecodeOptions& o) {
                  {"ms_per_step", r.ms_per_step}, {"tokens_per_s", r.batch * 1e3 / r.ms_per_step},
                  {"weight_gb", r.weight_gb}, {"kv_gb", r.kv_gb}, {"floor_ms", r.floor_ms},
                  {"ratio_to_floor", r.ms_per_step / r.floor_ms}, {"graph_steps", r.graph_steps},
-                 {"eager_steps", r.eager_steps}});
+                 {"eager_steps", r.eager_steps}, {"sampling", sampling_label(o)}});
   }
   if (!o.json_out.empty()) {
     std::ofstream f(o.json_out);
@@ -243,6 +257,12 @@ GS_REGISTER_COMMAND(bench_decode, "bench-decode",
                       app.add_option("--hbm-tb-s", o->hbm_tb_s, "Bandwidth ceiling for the floor, TB/s")
                           ->capture_default_str();
                       app.add_option("--json", o->json_out, "Also write the results as JSON to this file");
+                      app.add_option("--temperature", o->temperature, "Sampling temperature of every sequence (0: greedy)")
+                          ->capture_default_str();
+                      app.add_option("--top-p", o->top_p, "Nucleus sampling: keep the smallest set of tokens with this mass")
+                          ->check(CLI::Range(0.f, 1.f))
+                          ->capture_default_str();
+                      app.add_option("--top-k", o->top_k, "Keep the k most likely tokens (0: all)")->capture_default_str();
                       return [o] { return run(*o); };
                     });
 

@@ -13,6 +13,8 @@
 #include <fstream>
 #include <functional>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "cli/command.h"
 #include "core/error.h"
@@ -187,21 +189,26 @@ void bench_sampling(Bench& B, Backend& b) {
   std::vector<SamplingRow> top_p(static_cast<size_t>(R));
   for (auto& r : top_p) r.temperature = 0.8f, r.top_p = 0.95f, r.seed = 7;
   B.time("sample top-p 0.95 [64x262144]", 0, double(R * V * 4), [&] { b.sample(logits, top_p, ids, lp); });
+  // One interactive user: a batch-1 step pays the whole row's sampling alone.
+  Tensor one = logits.slice(0, 1), id1 = b.empty(DType::I32, {1}), lp1 = b.empty(DType::F32, {1});
+  B.time("sample top-p 0.95 [1x262144]", 0, double(V * 4), [&] { b.sample(one, {top_p[0]}, id1, lp1); });
   Tensor tid = b.empty(DType::I32, {R, 20}), tlp = b.empty(DType::F32, {R, 20});
   B.time("top_logprobs 20 [64x262144]", 0, double(R * V * 4), [&] { b.top_logprobs(logits, 20, tid, tlp); });
 }
 
-int run(const std::string& backend_name, const std::string& json_path, int reps, bool skip_attention) {
+int run(const std::string& backend_name, const std::string& json_path, int reps, bool skip_attention,
+        const std::vector<std::string>& only) {
   std::unique_ptr<Backend> backend = create_backend(backend_name);
   GS_CHECK(backend->device() == Device::CUDA, "bench-kernels measures the cuda backend; got {}", backend->name());
+  auto wanted = [&](const char* group) { return only.empty() || std::find(only.begin(), only.end(), group) != only.end(); };
   Bench B(*backend, reps);
-  bench_gemms(B, *backend);
-  bench_elementwise(B, *backend);
-  bench_qkv(B, *backend);
-  bench_moe(B, *backend);
-  bench_sampling(B, *backend);
+  if (wanted("gemm")) bench_gemms(B, *backend);
+  if (wanted("elementwise")) bench_elementwise(B, *backend);
+  if (wanted("qkv")) bench_qkv(B, *backend);
+  if (wanted("moe")) bench_moe(B, *backend);
+  if (wanted("sampling")) bench_sampling(B, *backend);
 #ifdef GEMMASERVE_HAVE_CUDA
-  if (!skip_attention)
+  if (!skip_attention && wanted("attention"))
     for (const auto& a : cuda::bench_attention(reps))
       B.rows.push_back({"attention " + a.name + " (" + a.kernel + ")", a.ms, a.tflops, a.kv_tbytes_per_s});
 #endif
@@ -237,7 +244,11 @@ GS_REGISTER_COMMAND(bench_kernels, "bench-kernels",
                       app.add_option("--json", *json, "also write the results as JSON to this file");
                       app.add_option("--reps", *reps, "calls per timed trial")->capture_default_str();
                       app.add_flag("--skip-attention", *skip_attention, "leave out the attention kernels");
-                      return [=] { return run(*backend, *json, *reps, *skip_attention); };
+                      auto only = std::make_shared<std::vector<std::string>>();
+                      app.add_option("--only", *only, "measure only these groups (comma-separated)")
+                          ->delimiter(',')
+                          ->check(CLI::IsMember({"gemm", "elementwise", "qkv", "moe", "sampling", "attention"}));
+                      return [=] { return run(*backend, *json, *reps, *skip_attention, *only); };
                     });
 
 }  // namespace

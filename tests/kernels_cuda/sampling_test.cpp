@@ -2,6 +2,9 @@
 // cpu backend's token for every filter combination; logprobs, top_logprobs and penalties match.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <iterator>
+
 #include "backend_harness.h"
 #include "core/error.h"
 
@@ -57,6 +60,66 @@ TEST_F(Sampling, SameTokensAsCpuForEveryFilter) {
       const int64_t R = int64_t(rows.size());
       expect_same_as_cpu(logits(R, V), rows, V, "V=" + std::to_string(V));
     }
+  }
+}
+
+// Rows that take each way through the cuda kernel (sampling_window.cuh): a window of bins below
+// bins kept whole (flat rows, where top_p keeps tens of thousands of tokens), windows gathered
+// whole over many equal values (logits rounded like bf16's), and the whole-row select when no
+// window fits (every logit equal; top_k past the candidate cap); -inf halves and min_p on top.
+TEST_F(Sampling, EveryWindowCaseSameAsCpu) {
+  const int64_t V = 262144;
+  std::uniform_real_distribution<float> flat(-10.f, 10.f);
+  struct Case {
+    const char* what;
+    int shape;  // 0 flat, 1 rounded to 1/16, 2 all equal, 3 flat with the first half -inf
+    float temp;
+    int k;
+    float p, mp;
+  };
+  const Case cases[] = {
+      {"flat top-p", 0, 0.8f, 0, 0.95f, 0.f},       {"flat top-p min-p", 0, 1.f, 0, 0.9f, 0.05f},
+      {"flat top-p 0.5", 0, 1.2f, 0, 0.5f, 0.f},    {"flat top-k past the cap", 0, 1.f, 5000, 1.f, 0.f},
+      {"flat top-k + top-p", 0, 1.f, 64, 0.95f, 0.f}, {"rounded top-k + top-p", 1, 1.f, 64, 0.95f, 0.f},
+      {"rounded top-p", 1, 0.7f, 0, 0.9f, 0.f},     {"rounded top-k", 1, 1.f, 40, 1.f, 0.f},
+      {"equal top-p", 2, 1.f, 0, 0.9f, 0.f},        {"equal top-k", 2, 1.f, 10, 1.f, 0.f},
+      {"half -inf top-p", 3, 1.f, 0, 0.95f, 0.f},
+  };
+  const int64_t R = int64_t(std::size(cases));
+  for (int round = 0; round < 2; ++round) {
+    std::vector<float> l = logits(R, V);
+    std::vector<SamplingRow> rows;
+    for (int64_t r = 0; r < R; ++r) {
+      const Case& c = cases[r];
+      float* row = l.data() + r * V;
+      for (int64_t i = 0; i < V; ++i) {
+        if (c.shape == 0 || c.shape == 3) row[i] = flat(rng);
+        if (c.shape == 1) row[i] = std::round(row[i] * 16.f) / 16.f;
+        if (c.shape == 2) row[i] = 1.5f;
+        if (c.shape == 3 && i < V / 2) row[i] = -INFINITY;
+      }
+      SamplingRow s;
+      s.temperature = c.temp, s.top_k = c.k, s.top_p = c.p, s.min_p = c.mp;
+      s.seed = rng(), s.step = rng() % 1000;
+      rows.push_back(s);
+    }
+    expect_same_as_cpu(l, rows, V, "round " + std::to_string(round));
+  }
+}
+
+TEST_F(Sampling, TopLogprobsOfLargeTiedRows) {
+  const int64_t R = 3, V = 262144;
+  auto l = logits(R, V);
+  for (size_t i = 0; i < l.size(); ++i) l[i] = std::round(l[i] * 8.f) / 8.f;  // many equal values
+  for (int64_t i = 0; i < V; ++i) l[size_t(2 * V + i)] = 0.25f;                // row 2: all equal (whole row)
+  for (int n : {1, 20, 256}) {
+    Tensor ic = cpu->empty(DType::I32, {R, n}), pc = cpu->empty(DType::F32, {R, n});
+    Tensor ig = gpu_poisoned(DType::I32, {R, n}), pg = gpu_poisoned(DType::F32, {R, n});
+    cpu->top_logprobs(cpu_tensor(l, {R, V}), n, ic, pc);
+    gpu->top_logprobs(gpu_tensor(l, DType::F32, {R, V}), n, ig, pg);
+    EXPECT_EQ(download_ints(*gpu, ig), download_ints(*cpu, ic)) << "n=" << n << " seed " << seed;
+    auto a = download(*gpu, pg), b = download(*cpu, pc);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4);
   }
 }
 

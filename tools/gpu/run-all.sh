@@ -7,6 +7,8 @@
 #   5. `gemmaserve bench-decode` of every variant shape with dummy weights (docs/perf/decode.md),
 #   6. (step "profile", not in the default list) the per-kernel time of one batch-1 decode step under
 #      Nsight Compute (tools/gpu/profile_step.py) for GS_PROFILE_MODELS (default "e2b 31b").
+#   7. (step "sampling", not in the default list) bench-kernels' sampling rows with the candidate
+#      window on and off (GS_SAMPLE_WINDOW=1 / 0, sampling_window.cuh), for an A/B in one call.
 # Full logs go to RESULTS_DIR; a short table is printed last. Each step has its own time limit
 # (seconds, overridable through the environment) so one slow step cannot eat the whole call.
 #
@@ -15,6 +17,7 @@
 #   GS_STEPS: which steps to run (default "tests memcheck racecheck parity bench decode").
 #   GS_DECODE_MODELS / GS_DECODE_BATCH: the decode step's variants (default "e2b e4b 26b-a4b 31b")
 #     and batch sizes (default "1,8,64"; 31B at 64 needs an H200's memory).
+#   GS_TESTS_FILTER: gtest filter for the tests step (default: every test).
 #   GS_TEST_FILTER: gtest filter for memcheck (default: everything but benchmarks).
 #   GS_RACECHECK_FILTER: gtest filter for racecheck (default: everything but benchmarks and the
 #     decode-graph tests: capturing CUDA graphs under racecheck takes minutes, and those tests
@@ -59,7 +62,7 @@ for step in $steps; do
   case $step in
     tests)
       timeout "${GS_T_TESTS:-300}" "$tests_bin" --gtest_color=no --gtest_output="xml:$results/kernel-tests.xml" \
-        > "$results/kernel-tests.log" 2>&1
+        --gtest_filter="${GS_TESTS_FILTER:-*}" > "$results/kernel-tests.log" 2>&1
       rc=$?
       passed=$(grep -c '^\[       OK \]' "$results/kernel-tests.log")
       failed=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$results/kernel-tests.log")
@@ -91,6 +94,14 @@ for step in $steps; do
       rc=$?
       note bench "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "rc=$rc (bench-kernels.txt, bench-kernels.json)"
       ;;
+    sampling)
+      for on in 1 0; do
+        GS_SAMPLE_WINDOW=$on timeout "${GS_T_BENCH:-75}" "$gs_bin" bench-kernels --only sampling \
+          --json "$results/sampling-window$on.json" > "$results/sampling-window$on.txt" 2>&1
+        rc=$?
+        note "sampling w=$on" "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "rc=$rc (sampling-window$on.txt)"
+      done
+      ;;
     decode)
       for m in ${GS_DECODE_MODELS:-e2b e4b 26b-a4b 31b}; do
         timeout "${GS_T_DECODE:-120}" "$gs_bin" bench-decode --model "$m" --load-format dummy --backend cuda \
@@ -114,6 +125,7 @@ done
 
 echo
 [[ -s $results/bench-kernels.txt ]] && cat "$results/bench-kernels.txt"
+for f in "$results"/sampling-window*.txt; do [[ -s $f ]] && echo "== $(basename "$f")" && cat "$f"; done
 [[ -s $results/parity.txt ]] && cat "$results/parity.txt"
 for f in "$results"/decode-*.txt; do [[ -s $f ]] && tail -n 8 "$f"; done
 for f in "$results"/profile-*.txt; do [[ -s $f ]] && head -n 30 "$f"; done

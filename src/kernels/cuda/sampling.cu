@@ -1,183 +1,34 @@
-// Sampling kernels: one block per logits row.
+// Sampling kernels: one block per logits row (the row's max and Σ exp first by many blocks per
+// row, slice_stats_kernel).
 //
 // The cpu backend sorts a row to apply top_k / top_p; a sort of 262144 logits per row would be
 // the slowest part of a decode step here. Every filter keeps a prefix of the row in the order
-// (z descending, id ascending), so each one is a cut in that order, found by a radix select:
-// elements get a unique 64-bit key (order-preserving bits of z, then the complemented id), and
-// eight 8-bit histogram passes at most (usually two or three: they stop when one element is left)
-// find the element where the cumulative weight — a count for top_k, probability mass for top_p —
-// crosses the target. The final pass is the Gumbel-max draw over the kept prefix.
+// (z descending, id ascending), so each one is a cut in that order, found by a radix select
+// (sampling_select.cuh): elements get a unique 64-bit key (order-preserving bits of z, then the
+// complemented id), and 8-bit histogram passes find the element where the cumulative weight — a
+// count for top_k, probability mass for top_p — crosses the target. The select runs over the few
+// thousand candidates of a window of the row that must hold the cut (sampling_window.cuh), or over
+// the whole row when no window fits. The last step is the Gumbel-max draw over the kept prefix.
 #include <algorithm>
 #include <cfloat>
 #include <climits>
+#include <cstdlib>
+#include <string>
 
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/launch_util.h"
 #include "kernels/cuda/sampling.h"
+#include "kernels/cuda/sampling_select.cuh"
+#include "kernels/cuda/sampling_window.cuh"
 #include "ops/sampling_rng.h"
 
 namespace gs::cuda {
 namespace {
 
+using namespace sampling;
+
 constexpr int kThreads = 1024;
-
-__device__ __forceinline__ uint32_t order_bits(float f) {
-  uint32_t u = __float_as_uint(f);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
-// Larger key = earlier in (value descending, id ascending). Never 0 for a real element.
-__device__ __forceinline__ uint64_t order_key(float v, int64_t id) {
-  return (uint64_t(order_bits(v)) << 32) | uint64_t(0xFFFFFFFFu - uint32_t(id));
-}
-
-struct SelectShared {
-  double mass[256];
-  int count[256];
-  uint64_t prefix, mask, found;
-  double above;
-  int state;  // 0 searching, 1 one element left in the chosen bin, 2 target not reached
-};
-
-// Adds weight w and count 1 to bin b for each active lane; the weights with one shared-memory
-// atomic per distinct bin of the warp (the whole warp calls; top_p alone 3.66 -> 2.29 ms at
-// 64 x 262144 on the H200). A row's elements crowd into a few bins (the
-// first pass bins by sign and exponent), and contended shared atomics, the f64 ones above all,
-// were most of a select's time. The peers' weights are summed by the warp first; the bins already
-// received their weights in no fixed order, so the select's result is unchanged.
-template <bool kCounts>
-__device__ __forceinline__ void warp_histogram_add(bool active, int b, double w, SelectShared& sh) {
-  const int lane = threadIdx.x & 31;
-  if constexpr (kCounts) {
-    // Native integer atomics: aggregating them (match_any) measured slower (H200, 2026-11-25: top-k
-    // + top-p 1.81 -> 1.98 ms, top_logprobs 0.97 -> 1.13).
-    if (active) atomicAdd(&sh.count[b], 1);
-  } else {
-    unsigned pending = __ballot_sync(0xffffffffu, active);
-    while (pending) {
-      const int leader = __ffs(pending) - 1;
-      const int lb = __shfl_sync(0xffffffffu, b, leader);
-      const bool mine = active && b == lb;
-      const unsigned peers = __ballot_sync(0xffffffffu, mine);
-      double v = mine ? w : 0.0;
-      for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-      if (lane == leader) atomicAdd(&sh.mass[lb], v), atomicAdd(&sh.count[lb], __popc(peers));
-      pending &= ~peers;
-    }
-  }
-}
-
-// The key of the element e (in descending key order over the candidates) where the cumulative
-// weight crosses `target`: W(keys > e) < target <= W(keys >= e). 0 when the candidates weigh less
-// than `target`. weight_of(i) < 0 marks i as no candidate. All threads of the block must call.
-// kCounts: every candidate weighs 1 (top_k), so only the counts are kept (the double-precision
-// shared atomics of the mass were most of a filtered sample's time: 5.2 ms at 64 x 262144).
-// weight_of is called only for elements still in the search (the key's known bits match), as a
-// top_p weight costs an exp.
-// kFraction: target is a fraction of the candidates' total weight, which the first pass's
-// histogram (every candidate in some bin) adds up, so top_p needs no pass of its own for it.
-template <bool kCounts, bool kFraction = false, typename KeyF, typename WeightF>
-__device__ uint64_t block_select(int64_t n, double target, KeyF key_of, WeightF weight_of, SelectShared& sh) {
-  if (threadIdx.x == 0) sh.prefix = 0, sh.mask = 0, sh.above = 0, sh.state = 0, sh.found = 0;
-  __syncthreads();
-  for (int shift = 56; shift >= 0; shift -= 8) {
-    for (int b = threadIdx.x; b < 256; b += blockDim.x) sh.mass[b] = 0, sh.count[b] = 0;
-    __syncthreads();
-    const uint64_t prefix = sh.prefix, mask = sh.mask;
-    // Whole warps through every iteration (blockDim.x is a multiple of 32), for the warp histogram.
-    for (int64_t base = 0; base < n; base += blockDim.x) {
-      const int64_t i = base + threadIdx.x;
-      bool active = false;
-      int b = 0;
-      double w = 0;
-      if (i < n) {
-        const uint64_t k = key_of(i);
-        if ((k & mask) == prefix) {
-          w = weight_of(i);
-          active = w >= 0;
-          b = int((k >> shift) & 255u);
-        }
-      }
-      warp_histogram_add<kCounts>(active, b, w, sh);
-    }
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      if (kFraction && shift == 56) {  // thread 0 alone uses target
-        double total = 0;
-        for (int b = 0; b < 256; ++b) total += sh.mass[b];
-        target *= total;
-      }
-      double cum = sh.above;
-      int chosen = -1;
-      for (int b = 255; b >= 0; --b) {
-        if (sh.count[b] == 0) continue;
-        const double m = kCounts ? double(sh.count[b]) : sh.mass[b];
-        if (cum + m >= target) {
-          chosen = b;
-          break;
-        }
-        cum += m;
-      }
-      if (chosen < 0) {
-        sh.state = 2;
-      } else {
-        sh.above = cum;
-        sh.prefix = prefix | (uint64_t(chosen) << shift);
-        sh.mask = mask | (uint64_t(255) << shift);
-        if (sh.count[chosen] == 1) sh.state = 1;
-      }
-    }
-    __syncthreads();
-    if (sh.state != 0) break;
-  }
-  const int state = sh.state;
-  uint64_t result = sh.prefix;  // state 0: all 64 bits are known
-  if (state == 2) result = 0;
-  if (state == 1) {
-    const uint64_t prefix = sh.prefix, mask = sh.mask;
-    for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-      const uint64_t k = key_of(i);
-      if ((k & mask) == prefix && weight_of(i) >= 0) sh.found = k;
-    }
-    __syncthreads();
-    result = sh.found;
-  }
-  __syncthreads();  // sh is reused by the next select
-  return result;
-}
-
-// Block-wide argmax of (value, id), ties to the lowest id. Every thread gets the result id
-// (INT_MAX when no thread had a candidate).
-__device__ int block_argmax(float v, int id, float* s_val, int* s_id) {
-  for (int o = 16; o > 0; o >>= 1) {
-    float ov = __shfl_xor_sync(0xffffffffu, v, o);
-    int oid = __shfl_xor_sync(0xffffffffu, id, o);
-    if (ov > v || (ov == v && oid < id)) v = ov, id = oid;
-  }
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-  __syncthreads();
-  if (lane == 0) s_val[warp] = v, s_id[warp] = id;
-  __syncthreads();
-  v = lane < nwarps ? s_val[lane] : -INFINITY;
-  id = lane < nwarps ? s_id[lane] : INT_MAX;
-  for (int o = 16; o > 0; o >>= 1) {
-    float ov = __shfl_xor_sync(0xffffffffu, v, o);
-    int oid = __shfl_xor_sync(0xffffffffu, id, o);
-    if (ov > v || (ov == v && oid < id)) v = ov, id = oid;
-  }
-  return id;
-}
-
-__device__ double block_sum_f64(double x, double* scratch) {
-  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, nwarps = blockDim.x >> 5;
-  __syncthreads();
-  if (lane == 0) scratch[warp] = x;
-  __syncthreads();
-  x = lane < nwarps ? scratch[lane] : 0.0;
-  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-  return x;
-}
+static_assert(kThreads == kBins, "sampling_window.cuh: one bin per thread");
 
 // max (as argmax, lowest id) and log Σ exp of a row; what both kernels start with.
 struct RowStats {
@@ -280,12 +131,56 @@ __device__ RowStats combine_slices(const float* l, const SliceStats* part, int s
   return finish_stats(l, b);
 }
 
+// The cut (kept: key >= cut) of a filtered row from a window of candidates (sampling_window.cuh),
+// the window in `win` and its keys in w.keys[0, n). false: the cut is not inside any window that
+// fits; the caller selects over the whole row.
+template <class ZOf>
+__device__ bool window_cut(int64_t V, float zmax, const ZOf& z_of, const SamplingRow& row, bool top_k, bool top_p,
+                           Window& win, int& n, uint64_t& cut, WindowShared& w, SelectShared& sh, int* s_id,
+                           float* s_val, double* s_sum) {
+  double mass_in = 0.0, mass_out = 0.0;
+  if (top_k) {
+    bin_row<false>(V, zmax, z_of, w, s_sum);
+    scan_bins(w, s_id, s_val);
+    win = count_window(w, row.top_k);
+    if (!win.ok) return false;
+    n = gather_window<false>(V, zmax, z_of, win, w, mass_in, mass_out, s_sum);
+  } else {
+    bin_row<true>(V, zmax, z_of, w, s_sum);
+    scan_bins(w, s_id, s_val);
+    win = mass_window(w, row.top_p);
+    if (!win.ok) return false;
+    n = gather_window<true>(V, zmax, z_of, win, w, mass_in, mass_out, s_sum);
+  }
+  auto key = [&](int64_t i) { return w.keys[i]; };
+  cut = 0;
+  if (top_k) cut = block_select<true>(n, double(row.top_k) - 0.5, key, [](int64_t) { return 1.0; }, sh);
+  if (top_p) {
+    auto mass = [&](int64_t i) {
+      const uint64_t k = w.keys[i];
+      return k >= cut ? exp(double(key_value(k)) - double(zmax)) : -1.0;
+    };
+    double cand = 0.0;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) cand += fmax(mass(i), 0.0);
+    cand = block_sum_f64(cand, s_sum);
+    // After top_k every kept element is a candidate (mass_in = mass_out = 0): the cpu backend's
+    // total over the top-k set. top_p alone: the cut must fall among the candidates.
+    const double target = double(row.top_p) * (mass_in + cand + mass_out) - mass_in;
+    if (!top_k && !(target > 0.0 && target <= cand)) return false;
+    const uint64_t e = block_select<false>(n, target, key, mass, sh);
+    if (e != 0) cut = e;
+    else if (!top_k) return false;
+  }
+  return true;
+}
+
 __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restrict__ logits, int64_t V,
                                                           const SamplingRow* __restrict__ rows, int* out_ids,
                                                           float* out_logprobs, const SliceStats* __restrict__ partial,
-                                                          int slices) {
+                                                          int slices, bool use_window) {
   pdl_enter();
   __shared__ SelectShared sh;
+  __shared__ WindowShared w;
   __shared__ float s_val[32];
   __shared__ int s_id[32];
   __shared__ double s_sum[32];
@@ -298,30 +193,44 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
   if (row.temperature > 0.f) {
     const float temp = row.temperature;
     const float zmax = st.max / temp;  // division is monotone: the largest z is the largest l's
-    auto key_of = [&](int64_t i) { return order_key(l[i] / temp, i); };
-    uint64_t cut = 0;  // kept: key >= cut
-    if (row.top_k > 0 && row.top_k < V) {
-      cut = block_select<true>(V, double(row.top_k) - 0.5, key_of, [](int64_t) { return 1.0; }, sh);
-    }
-    if (row.top_p < 1.f) {
-      auto mass = [&](int64_t i) {
-        float z = l[i] / temp;
-        return order_key(z, i) >= cut ? exp(double(z) - double(zmax)) : -1.0;
-      };
-      const uint64_t e = block_select<false, true>(V, double(row.top_p), key_of, mass, sh);
-      if (e != 0) cut = e;
-    }
+    auto z_of = [&](int64_t i) { return l[i] / temp; };
     const bool use_min_p = row.min_p > 0.f;
     const double min_z = use_min_p ? double(zmax) + log(double(row.min_p)) : 0.0;
     float best = -INFINITY;
     int best_i = INT_MAX;
-    for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
-      float z = l[i] / temp;
-      if (order_key(z, i) < cut || (use_min_p && double(z) < min_z)) continue;
-      float g = z + rng::gumbel(rng::uniform(row.seed, row.step, uint64_t(i)));
-      if (best_i == INT_MAX || g > best || (g == best && int(i) < best_i)) best = g, best_i = int(i);
+    auto draw = [&](float z, int id) {  // Gumbel-max over the kept elements
+      if (use_min_p && double(z) < min_z) return;
+      const float g = z + rng::gumbel(rng::uniform(row.seed, row.step, uint64_t(id)));
+      if (best_i == INT_MAX || g > best || (g == best && id < best_i)) best = g, best_i = id;
+    };
+    const bool top_k = row.top_k > 0 && row.top_k < V, top_p = row.top_p < 1.f;
+    Window win{};
+    int n = 0;
+    uint64_t cut = 0;
+    if ((top_k || top_p) && use_window && isfinite(zmax) &&
+        window_cut(V, zmax, z_of, row, top_k, top_p, win, n, cut, w, sh, s_id, s_val, s_sum)) {
+      for (int i = threadIdx.x; i < n; i += blockDim.x)
+        if (w.keys[i] >= cut) draw(key_value(w.keys[i]), key_id(w.keys[i]));
+      for_each_inside(V, zmax, z_of, win.lo, draw);
+    } else {
+      // The whole row: each select pass streams it.
+      cut = 0;
+      auto key_of = [&](int64_t i) { return order_key(z_of(i), i); };
+      if (top_k) cut = block_select<true>(V, double(row.top_k) - 0.5, key_of, [](int64_t) { return 1.0; }, sh);
+      if (top_p) {
+        auto mass = [&](int64_t i) {
+          const float z = z_of(i);
+          return order_key(z, i) >= cut ? exp(double(z) - double(zmax)) : -1.0;
+        };
+        const uint64_t e = block_select<false, true>(V, double(row.top_p), key_of, mass, sh);
+        if (e != 0) cut = e;
+      }
+      for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
+        const float z = z_of(i);
+        if (order_key(z, i) >= cut) draw(z, int(i));
+      }
     }
-    int id = block_argmax(best, best_i, s_val, s_id);
+    const int id = block_argmax(best, best_i, s_val, s_id);
     if (id != INT_MAX) chosen = id;
   }
   if (threadIdx.x == 0) {
@@ -331,9 +240,10 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
 }
 
 __global__ void __launch_bounds__(kThreads) top_logprobs_kernel(const float* __restrict__ logits, int64_t V, int n,
-                                                                int* out_ids, float* out_logprobs) {
+                                                                int* out_ids, float* out_logprobs, bool use_window) {
   pdl_enter();
   __shared__ SelectShared sh;
+  __shared__ WindowShared w;
   __shared__ float s_val[32];
   __shared__ int s_id[32];
   __shared__ double s_sum[32];
@@ -342,23 +252,39 @@ __global__ void __launch_bounds__(kThreads) top_logprobs_kernel(const float* __r
   const int r = blockIdx.x;
   const float* l = logits + int64_t(r) * V;
   const RowStats st = row_stats(l, V, s_val, s_id, s_sum);
+  auto z_of = [&](int64_t i) { return l[i]; };
   auto key_of = [&](int64_t i) { return order_key(l[i], i); };
-  const uint64_t cut = block_select<true>(V, double(n) - 0.5, key_of, [](int64_t) { return 1.0; }, sh);
+  auto one = [](int64_t) { return 1.0; };
+  // The top n from a window of candidates (sampling_window.cuh) when one fits, else the row.
+  int n_cand = -1;
+  if (use_window && isfinite(st.max)) {
+    bin_row<false>(V, st.max, z_of, w, s_sum);
+    scan_bins(w, s_id, s_val);
+    const Window win = count_window(w, n);
+    double unused_in, unused_out;
+    if (win.ok) n_cand = gather_window<false>(V, st.max, z_of, win, w, unused_in, unused_out, s_sum);
+  }
+  const uint64_t cut = n_cand >= 0 ? block_select<true>(n_cand, double(n) - 0.5, [&](int64_t i) { return w.keys[i]; },
+                                                        one, sh)
+                                   : block_select<true>(V, double(n) - 0.5, key_of, one, sh);
   if (threadIdx.x == 0) count = 0;
   __syncthreads();
-  for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
-    uint64_t k = key_of(i);
+  auto keep = [&](uint64_t k) {
     if (k >= cut) {
-      int slot = atomicAdd(&count, 1);
+      const int slot = atomicAdd(&count, 1);
       if (slot < n) keys[slot] = k;
     }
-  }
+  };
+  if (n_cand >= 0)
+    for (int i = threadIdx.x; i < n_cand; i += blockDim.x) keep(w.keys[i]);
+  else
+    for (int64_t i = threadIdx.x; i < V; i += blockDim.x) keep(key_of(i));
   __syncthreads();
   const int m = min(count, n);
   for (int j = threadIdx.x; j < m; j += blockDim.x) {
     int rank = 0;
     for (int q = 0; q < m; ++q) rank += keys[q] > keys[j];
-    int id = int(0xFFFFFFFFu - uint32_t(keys[j] & 0xFFFFFFFFu));
+    const int id = key_id(keys[j]);
     out_ids[int64_t(r) * n + rank] = id;
     out_logprobs[int64_t(r) * n + rank] = float(double(l[id]) - st.lse);
   }
@@ -368,6 +294,15 @@ __global__ void apply_penalties_kernel(float* logits, int64_t V, const PenaltyEn
   pdl_enter();
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) logits[int64_t(e[i].row) * V + e[i].token] -= e[i].delta;
+}
+
+// GS_SAMPLE_WINDOW=0 selects over whole rows, as before the window (A/B runs, bench-kernels).
+bool window_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("GS_SAMPLE_WINDOW");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
 }
 
 void check_logits(const Tensor& logits, const char* op) {
@@ -402,7 +337,7 @@ void launch_sample(const Tensor& logits, const SamplingRow* d_rows, int num_rows
   launch_pdl("slice_stats_kernel", slice_stats_kernel, dim3(slices, num_rows), kSliceThreads, 0, stream,
              logits.ptr<float>(), logits.cols(), slices, partial);
   launch_pdl("sample_kernel", sample_kernel, num_rows, kThreads, 0, stream, logits.ptr<float>(), logits.cols(), d_rows,
-             out_ids.ptr<int>(), out_logprobs.ptr<float>(), partial, slices);
+             out_ids.ptr<int>(), out_logprobs.ptr<float>(), partial, slices, window_enabled());
   GS_CUDA_LAUNCHED("sample");
 }
 
@@ -419,7 +354,7 @@ void launch_top_logprobs(const Tensor& logits, int n, const Tensor& ids, const T
           ids.str(), " / logprobs ", logprobs.str(), " must be [", R, ", ", n, "]");
   if (R == 0) return;
   launch_pdl("top_logprobs_kernel", top_logprobs_kernel, unsigned(R), kThreads, 0, stream, logits.ptr<float>(), V, n,
-             ids.ptr<int>(), logprobs.ptr<float>());
+             ids.ptr<int>(), logprobs.ptr<float>(), window_enabled());
   GS_CUDA_LAUNCHED("top_logprobs");
 }
 
