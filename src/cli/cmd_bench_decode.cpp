@@ -257,12 +257,15 @@ GS_REGISTER_COMMAND(bench_decode, "bench-decode",
                       app.add_option("--hbm-tb-s", o->hbm_tb_s, "Bandwidth ceiling for the floor, TB/s")
                           ->capture_default_str();
                       app.add_option("--json", o->json_out, "Also write the results as JSON to this file");
-                      app.add_option("--temperature", o->temperature, "Sampling temperature of every sequence (0: greedy)")
+                      app.add_option("--temperature", o->temperature,
+                                     "Sampling temperature of every sequence (0: greedy)")
                           ->capture_default_str();
-                      app.add_option("--top-p", o->top_p, "Nucleus sampling: keep the smallest set of tokens with this mass")
+                      app.add_option("--top-p", o->top_p,
+                                     "Nucleus sampling: keep the smallest set of tokens with this mass")
                           ->check(CLI::Range(0.f, 1.f))
                           ->capture_default_str();
-                      app.add_option("--top-k", o->top_k, "Keep the k most likely tokens (0: all)")->capture_default_str();
+                      app.add_option("--top-k", o->top_k, "Keep the k most likely tokens (0: all)")
+                          ->capture_default_str();
                       return [o] { return run(*o); };
                     });
 

@@ -189,6 +189,10 @@ void bench_sampling(Bench& B, Backend& b) {
   std::vector<SamplingRow> top_p(static_cast<size_t>(R));
   for (auto& r : top_p) r.temperature = 0.8f, r.top_p = 0.95f, r.seed = 7;
   B.time("sample top-p 0.95 [64x262144]", 0, double(R * V * 4), [&] { b.sample(logits, top_p, ids, lp); });
+  // A random-weight model's rows: the whole vocabulary within a nat (sampling_window.cuh zooms).
+  Tensor dense = B.random(DType::F32, {R, V}, 0.5f);
+  B.time("sample top-p 0.95, logits in +-0.5 [64x262144]", 0, double(R * V * 4),
+         [&] { b.sample(dense, top_p, ids, lp); });
   // One interactive user: a batch-1 step pays the whole row's sampling alone.
   Tensor one = logits.slice(0, 1), id1 = b.empty(DType::I32, {1}), lp1 = b.empty(DType::F32, {1});
   B.time("sample top-p 0.95 [1x262144]", 0, double(V * 4), [&] { b.sample(one, {top_p[0]}, id1, lp1); });
@@ -200,7 +204,9 @@ int run(const std::string& backend_name, const std::string& json_path, int reps,
         const std::vector<std::string>& only) {
   std::unique_ptr<Backend> backend = create_backend(backend_name);
   GS_CHECK(backend->device() == Device::CUDA, "bench-kernels measures the cuda backend; got {}", backend->name());
-  auto wanted = [&](const char* group) { return only.empty() || std::find(only.begin(), only.end(), group) != only.end(); };
+  auto wanted = [&](const char* group) {
+    return only.empty() || std::find(only.begin(), only.end(), group) != only.end();
+  };
   Bench B(*backend, reps);
   if (wanted("gemm")) bench_gemms(B, *backend);
   if (wanted("elementwise")) bench_elementwise(B, *backend);

@@ -64,15 +64,16 @@ TEST_F(Sampling, SameTokensAsCpuForEveryFilter) {
 }
 
 // Rows that take each way through the cuda kernel (sampling_window.cuh): a window of bins below
-// bins kept whole (flat rows, where top_p keeps tens of thousands of tokens), windows gathered
-// whole over many equal values (logits rounded like bf16's), and the whole-row select when no
-// window fits (every logit equal; top_k past the candidate cap); -inf halves and min_p on top.
+// bins kept whole (flat rows, where top_p keeps tens of thousands of tokens), zoomed windows (dense
+// rows: the whole vocabulary within a nat), windows gathered whole over many equal values (logits
+// rounded like bf16's), and the whole-row select when no window fits (every logit equal; top_k
+// past the candidate cap); -inf halves and min_p on top.
 TEST_F(Sampling, EveryWindowCaseSameAsCpu) {
   const int64_t V = 262144;
   std::uniform_real_distribution<float> flat(-10.f, 10.f);
   struct Case {
     const char* what;
-    int shape;  // 0 flat, 1 rounded to 1/16, 2 all equal, 3 flat with the first half -inf
+    int shape;  // 0 flat (+-10), 1 rounded to 1/16, 2 all equal, 3 flat with the first half -inf, 4 dense (+-0.5)
     float temp;
     int k;
     float p, mp;
@@ -84,6 +85,11 @@ TEST_F(Sampling, EveryWindowCaseSameAsCpu) {
       {"rounded top-p", 1, 0.7f, 0, 0.9f, 0.f},     {"rounded top-k", 1, 1.f, 40, 1.f, 0.f},
       {"equal top-p", 2, 1.f, 0, 0.9f, 0.f},        {"equal top-k", 2, 1.f, 10, 1.f, 0.f},
       {"half -inf top-p", 3, 1.f, 0, 0.95f, 0.f},
+      // Dense rows (a random-weight model's logits): the crossing bins are zoomed.
+      {"dense top-p", 4, 1.f, 0, 0.95f, 0.f},
+      {"dense top-p 0.5", 4, 0.9f, 0, 0.5f, 0.f},
+      {"dense top-k + top-p", 4, 1.f, 64, 0.9f, 0.f},
+      {"dense top-k past the cap", 4, 1.f, 5000, 1.f, 0.f},
   };
   const int64_t R = int64_t(std::size(cases));
   for (int round = 0; round < 2; ++round) {
@@ -97,6 +103,7 @@ TEST_F(Sampling, EveryWindowCaseSameAsCpu) {
         if (c.shape == 1) row[i] = std::round(row[i] * 16.f) / 16.f;
         if (c.shape == 2) row[i] = 1.5f;
         if (c.shape == 3 && i < V / 2) row[i] = -INFINITY;
+        if (c.shape == 4) row[i] = flat(rng) / 20.f;
       }
       SamplingRow s;
       s.temperature = c.temp, s.top_k = c.k, s.top_p = c.p, s.min_p = c.mp;

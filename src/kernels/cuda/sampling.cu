@@ -135,23 +135,14 @@ __device__ RowStats combine_slices(const float* l, const SliceStats* part, int s
 // the window in `win` and its keys in w.keys[0, n). false: the cut is not inside any window that
 // fits; the caller selects over the whole row.
 template <class ZOf>
-__device__ bool window_cut(int64_t V, float zmax, const ZOf& z_of, const SamplingRow& row, bool top_k, bool top_p,
-                           Window& win, int& n, uint64_t& cut, WindowShared& w, SelectShared& sh, int* s_id,
-                           float* s_val, double* s_sum) {
+__device__ bool window_cut(const float* l, int64_t V, float zmax, const ZOf& z_of, const SamplingRow& row, bool top_k,
+                           bool top_p, Window& win, int& n, uint64_t& cut, WindowShared& w, SelectShared& sh,
+                           int* s_id, float* s_val, double* s_sum) {
+  win = find_window(l, V, zmax, z_of, top_k ? row.top_k : 0, row.top_p, w, s_id, s_val, s_sum);
+  if (!win.ok) return false;
   double mass_in = 0.0, mass_out = 0.0;
-  if (top_k) {
-    bin_row<false>(V, zmax, z_of, w, s_sum);
-    scan_bins(w, s_id, s_val);
-    win = count_window(w, row.top_k);
-    if (!win.ok) return false;
-    n = gather_window<false>(V, zmax, z_of, win, w, mass_in, mass_out, s_sum);
-  } else {
-    bin_row<true>(V, zmax, z_of, w, s_sum);
-    scan_bins(w, s_id, s_val);
-    win = mass_window(w, row.top_p);
-    if (!win.ok) return false;
-    n = gather_window<true>(V, zmax, z_of, win, w, mass_in, mass_out, s_sum);
-  }
+  n = top_k ? gather_window<false>(l, V, zmax, z_of, win, w, mass_in, mass_out, s_sum)
+            : gather_window<true>(l, V, zmax, z_of, win, w, mass_in, mass_out, s_sum);
   auto key = [&](int64_t i) { return w.keys[i]; };
   cut = 0;
   if (top_k) cut = block_select<true>(n, double(row.top_k) - 0.5, key, [](int64_t) { return 1.0; }, sh);
@@ -193,7 +184,7 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
   if (row.temperature > 0.f) {
     const float temp = row.temperature;
     const float zmax = st.max / temp;  // division is monotone: the largest z is the largest l's
-    auto z_of = [&](int64_t i) { return l[i] / temp; };
+    auto z_of = [temp](float v) { return v / temp; };
     const bool use_min_p = row.min_p > 0.f;
     const double min_z = use_min_p ? double(zmax) + log(double(row.min_p)) : 0.0;
     float best = -INFINITY;
@@ -208,25 +199,25 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
     int n = 0;
     uint64_t cut = 0;
     if ((top_k || top_p) && use_window && isfinite(zmax) &&
-        window_cut(V, zmax, z_of, row, top_k, top_p, win, n, cut, w, sh, s_id, s_val, s_sum)) {
+        window_cut(l, V, zmax, z_of, row, top_k, top_p, win, n, cut, w, sh, s_id, s_val, s_sum)) {
       for (int i = threadIdx.x; i < n; i += blockDim.x)
         if (w.keys[i] >= cut) draw(key_value(w.keys[i]), key_id(w.keys[i]));
-      for_each_inside(V, zmax, z_of, win.lo, draw);
+      for_each_inside(l, V, zmax, z_of, win, draw);
     } else {
       // The whole row: each select pass streams it.
       cut = 0;
-      auto key_of = [&](int64_t i) { return order_key(z_of(i), i); };
+      auto key_of = [&](int64_t i) { return order_key(z_of(l[i]), i); };
       if (top_k) cut = block_select<true>(V, double(row.top_k) - 0.5, key_of, [](int64_t) { return 1.0; }, sh);
       if (top_p) {
         auto mass = [&](int64_t i) {
-          const float z = z_of(i);
+          const float z = z_of(l[i]);
           return order_key(z, i) >= cut ? exp(double(z) - double(zmax)) : -1.0;
         };
         const uint64_t e = block_select<false, true>(V, double(row.top_p), key_of, mass, sh);
         if (e != 0) cut = e;
       }
       for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
-        const float z = z_of(i);
+        const float z = z_of(l[i]);
         if (order_key(z, i) >= cut) draw(z, int(i));
       }
     }
@@ -252,17 +243,15 @@ __global__ void __launch_bounds__(kThreads) top_logprobs_kernel(const float* __r
   const int r = blockIdx.x;
   const float* l = logits + int64_t(r) * V;
   const RowStats st = row_stats(l, V, s_val, s_id, s_sum);
-  auto z_of = [&](int64_t i) { return l[i]; };
+  auto z_of = [](float v) { return v; };
   auto key_of = [&](int64_t i) { return order_key(l[i], i); };
   auto one = [](int64_t) { return 1.0; };
   // The top n from a window of candidates (sampling_window.cuh) when one fits, else the row.
   int n_cand = -1;
   if (use_window && isfinite(st.max)) {
-    bin_row<false>(V, st.max, z_of, w, s_sum);
-    scan_bins(w, s_id, s_val);
-    const Window win = count_window(w, n);
-    double unused_in, unused_out;
-    if (win.ok) n_cand = gather_window<false>(V, st.max, z_of, win, w, unused_in, unused_out, s_sum);
+    const Window win = find_window(l, V, st.max, z_of, n, 1.f, w, s_id, s_val, s_sum);
+    double unused_in = 0.0, unused_out = 0.0;
+    if (win.ok) n_cand = gather_window<false>(l, V, st.max, z_of, win, w, unused_in, unused_out, s_sum);
   }
   const uint64_t cut = n_cand >= 0 ? block_select<true>(n_cand, double(n) - 0.5, [&](int64_t i) { return w.keys[i]; },
                                                         one, sh)

@@ -1,26 +1,32 @@
-// Where a filtered row's cut can lie, found in one pass over the row, so that the exact selection
-// (sampling_select.cuh's radix select, then the Gumbel draw) runs over a few thousand candidates
-// in shared memory instead of over the whole row. Over whole rows, top_p alone took 2.26 ms at
-// 64 x 262144 (H200, 2026-11-25), at batch 1 as at batch 64 (one block per row): the first radix
-// digit (sign and exponent bits) puts a row into a handful of bins, and their contended shared
-// atomics, plus a double exp per element, were the time.
+// Where a filtered row's cut can lie, found in a pass or two over the row, so that the exact
+// selection (sampling_select.cuh's radix select, then the Gumbel draw) runs over a few thousand
+// candidates in shared memory instead of over the whole row. Over whole rows, top_p alone took
+// 2.25 ms at 64 x 262144 and 1.91 ms for a single row (H100, 2026-11-25; one block per row): the
+// first radix digit (sign and exponent bits) puts a row into a handful of bins, and their contended
+// shared atomics, plus a double exp per element, were the time.
 //
-// The pass bins every element by its distance below the row's largest z, dist = zmax - z, at
-// 1/32 nat over [0, 32) (farther ones are only summed). The bin is a monotone function of z that
-// keeps equal values together, so "bin < b" is a prefix of the key order (z descending, id
-// ascending), as every filter's kept set is. From the bins' counts (exact) and masses (f32, only to
-// place the window) a scan finds the bins where the cut must lie:
+// Elements are binned by their distance below the row's largest z, dist = zmax - z, at 1/32 nat
+// over [0, 32) (farther ones, -inf and NaN go past the last bin). The bin is a monotone function of
+// z that keeps equal values together, so "bin < b" is a prefix of the key order (z descending, id
+// ascending), as every filter's kept set is. Level 1 counts the bins exactly; a count bounds a
+// bin's mass (its elements weigh between e^-(b+1)/32 and e^-b/32 of the largest), which brackets
+// the bins where the cut lies:
 //   - top_k = k: the bin where the count reaches k; every bin up to it is gathered, so top_p after
 //     top_k and the draw see the whole top-k set;
-//   - top_p alone: the bin where the mass reaches top_p of the total, widened by kMassMargin of the
-//     total on each side for the f32 estimate. If the bins up to it hold few enough elements they
-//     are all gathered; otherwise only the window is, the bins above it ("inside": kept whole) are
-//     summed exactly (a double exp each, as the cpu backend does) and visited again by the draw,
-//     and the bins past it enter the total as f32 exps summed in double (their share of the total
-//     is at most 1 - top_p, so it moves the total by ~1e-8 of itself at most).
-// The caller checks that the exact cut lands inside the window and otherwise falls back to the
-// whole-row select: the window decides how fast a token is drawn, never which.
+//   - top_p alone: the bins where the cumulative mass can reach top_p of the total. If the bins up
+//     to them hold few enough elements they are all gathered; otherwise only the bracket is, the
+//     bins above it ("inside") are kept whole (their mass summed exactly, a double exp each, as
+//     the cpu backend does, and visited again by the draw), and the bins past it enter the total
+//     as f32 exps summed in double (at most 1 - top_p of the total, so they move it by ~1e-8 of
+//     itself at most).
+// A bracket too crowded to gather (a flat row: a random-weight model puts its whole vocabulary
+// within a nat or two) is zoomed once: its bins are spread over kBins sub-bins whose masses are
+// summed, and the window is placed there. The caller checks that the exact cut lands inside the
+// window and otherwise falls back to the whole-row select: the window decides how fast a token is
+// drawn, never which.
 #pragma once
+#include <cstdint>
+
 #include "kernels/cuda/sampling_select.cuh"
 
 namespace gs::cuda::sampling {
@@ -28,44 +34,112 @@ namespace gs::cuda::sampling {
 constexpr int kBins = 1024;  // one per thread of the sampling block
 constexpr float kBinsPerNat = 32.f;
 constexpr int kMaxCandidates = 3072;  // 24 KB of keys
-constexpr double kMassMargin = 1e-3;  // relative error allowed to the f32 mass estimate
+constexpr double kMassMargin = 1e-3;  // relative error allowed to the zoom's f32 masses
 
 struct WindowShared {
   int count[kBins];   // elements per bin; after scan_bins, of bins 0..b
-  float mass[kBins];  // Σ exp(z - zmax) per bin (top_p only); after scan_bins, of bins 0..b
+  float mass[kBins];  // mass per bin (a bound at level 1, f32 sums in a zoom); after scan_bins, of bins 0..b
   uint64_t keys[kMaxCandidates];
   int n_keys;
-  int first;       // first_bin_reaching's answer
-  float far_mass;  // Σ exp(z - zmax) of the elements past the last bin
+  int first;  // first_bin_reaching's answer
 };
 
-// The bin of z; kBins: 32 nats or more below zmax, -inf or NaN.
-__device__ __forceinline__ int dist_bin(float zmax, float z) {
-  const float d = (zmax - z) * kBinsPerNat;
-  return d < float(kBins) ? (d > 0.f ? int(d) : 0) : kBins;
-}
-
-// Pass 1: elements (and for top_p, masses) per bin. z_of(i) is element i's z.
-template <bool kMass, class ZOf>
-__device__ void bin_row(int64_t V, float zmax, const ZOf& z_of, WindowShared& w, double* s_sum) {
-  w.count[threadIdx.x] = 0, w.mass[threadIdx.x] = 0.f;  // blockDim.x == kBins
-  __syncthreads();
-  float far = 0.f;
-  for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
-    const float z = z_of(i);
-    const int b = dist_bin(zmax, z);
-    if (b < kBins) {
-      atomicAdd(&w.count[b], 1);
-      if constexpr (kMass) atomicAdd(&w.mass[b], expf(z - zmax));
-    } else if constexpr (kMass) {
-      far += expf(z - zmax);  // a NaN poisons the total: the window fails and the caller falls back
+// Calls f(i, l[i]) for every element of the row. One block streams a whole row, so each thread
+// issues U float4 loads before using them (32 KB in flight per block): a plain strided loop keeps
+// 4 KB in flight and is bound by memory latency (~0.15 ms a pass over a 1 MB row).
+template <class F>
+__device__ __forceinline__ void for_each_logit(const float* l, int64_t V, F&& f) {
+  constexpr int U = 2;  // 4 spills at the 64 registers of a 1024-thread block
+  const int64_t bd = blockDim.x;
+  if ((V & 3) == 0 && (reinterpret_cast<uintptr_t>(l) & 15) == 0) {
+    const float4* l4 = reinterpret_cast<const float4*>(l);
+    const int64_t n4 = V >> 2;
+    for (int64_t base = threadIdx.x; base < n4; base += bd * U) {
+      float4 v[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (base + u * bd < n4) v[u] = l4[base + u * bd];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t j = base + u * bd;
+        if (j < n4) f(4 * j, v[u].x), f(4 * j + 1, v[u].y), f(4 * j + 2, v[u].z), f(4 * j + 3, v[u].w);
+      }
+    }
+  } else {
+    for (int64_t base = threadIdx.x; base < V; base += bd * U) {
+      float v[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (base + u * bd < V) v[u] = l[base + u * bd];
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (base + u * bd < V) f(base + u * bd, v[u]);
     }
   }
-  if constexpr (kMass) {
-    const double f = block_sum_f64(far, s_sum);
-    if (threadIdx.x == 0) w.far_mass = float(f);
-  }
+}
+
+// floor(d) in [0, n); n for d >= n and NaN.
+__device__ __forceinline__ int bin_index(float d, int n) { return d < float(n) ? (d > 0.f ? int(d) : 0) : n; }
+
+// A zoom spreads the level-1 bins [first, last] over kBins sub-bins (last < first: none).
+struct Zoom {
+  int first = 0, last = -1;
+  float scale = 0.f;  // sub-bins per level-1 bin
+  __device__ bool on() const { return last >= first; }
+};
+
+// An element's place in bin order: its level-1 bin, or inside a zoom first + its sub-bin (bins
+// after the zoom follow it). Monotone in z and equal for equal z, so "ord < x" is a prefix of the
+// key order.
+__device__ __forceinline__ int ord_of(float zmax, float z, const Zoom& zm) {
+  const float d = (zmax - z) * kBinsPerNat;
+  const int b = bin_index(d, kBins);
+  if (!zm.on() || b < zm.first) return b;
+  if (b > zm.last) return b - zm.last - 1 + zm.first + kBins;
+  return zm.first + min(bin_index((d - float(zm.first)) * zm.scale, kBins), kBins - 1);
+}
+
+// Level 1: exact counts per bin, a warp adding each distinct bin once (a flat row puts most of its
+// elements into a few bins, whose atomics would otherwise serialise), and for top_p the row's total
+// mass Σ exp(z - zmax) (thread sums: no atomics). Each bin's mass is bounded by its count: its
+// elements lie within 1/32 nat, so no per-element mass is binned.
+template <bool kMass, class ZOf>
+__device__ double count_bins(const float* l, int64_t V, float zmax, const ZOf& z_of, WindowShared& w, double* s_sum) {
+  w.count[threadIdx.x] = 0;  // blockDim.x == kBins
   __syncthreads();
+  float total = 0.f;
+  for_each_logit(l, V, [&](int64_t, float v) {
+    const float z = z_of(v);
+    if constexpr (kMass) total += expf(z - zmax);  // a NaN poisons it: no window, the caller falls back
+    const int b = bin_index((zmax - z) * kBinsPerNat, kBins);
+    const unsigned peers = __match_any_sync(__activemask(), b);
+    if (b < kBins && int(threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&w.count[b], __popc(peers));
+  });
+  const double t = kMass ? block_sum_f64(total, s_sum) : 0.0;
+  __syncthreads();
+  return t;
+}
+
+// A zoom's level: counts and f32 masses of its sub-bins, and the mass of the elements before it.
+template <bool kMass, class ZOf>
+__device__ double zoom_bins(const float* l, int64_t V, float zmax, const ZOf& z_of, const Zoom& zm, WindowShared& w,
+                            double* s_sum) {
+  w.count[threadIdx.x] = 0, w.mass[threadIdx.x] = 0.f;
+  __syncthreads();
+  float before = 0.f;
+  for_each_logit(l, V, [&](int64_t, float v) {
+    const float z = z_of(v);
+    const int o = ord_of(zmax, z, zm) - zm.first;
+    if (o < 0) {
+      if constexpr (kMass) before += expf(z - zmax);
+    } else if (o < kBins) {
+      atomicAdd(&w.count[o], 1);
+      if constexpr (kMass) atomicAdd(&w.mass[o], expf(z - zmax));
+    }
+  });
+  const double b = kMass ? block_sum_f64(before, s_sum) : 0.0;
+  __syncthreads();
+  return b;
 }
 
 // Counts and masses of bins 0..b, in place (thread t owns bin t). s_c, s_m: 32 each.
@@ -108,63 +182,86 @@ __device__ int first_bin_reaching(const T* cum, double target, WindowShared& w) 
   return r;
 }
 
-// Bins [lo, hi] hold the cut; the bins below lo are kept whole. ok: the candidates fit.
+// The elements of ords [lo, hi] are gathered; those of ords below lo are kept whole.
 struct Window {
   int lo, hi;
+  Zoom zoom;
   bool ok;
 };
 
-// The bins holding the first `need` elements (top_k, top_logprobs), all of them gathered.
-__device__ Window count_window(WindowShared& w, int need) {
-  Window win{0, first_bin_reaching(w.count, double(need) - 0.5, w), false};
-  win.ok = win.hi < kBins && w.count[win.hi] <= kMaxCandidates;
-  return win;
+// Where the cut lies: by count (need > 0: top_k, top_logprobs; every bin up to it gathered) or by
+// mass (need 0: top_p of the row's total). Level 1 bounds each bin's mass by its count (elements
+// of bin b weigh between e^-(b+1)/32 and e^-b/32), which brackets the crossing; when the bracket
+// holds too many elements it is zoomed once into kBins sub-bins with their masses summed. ok
+// false: no window fits (huge groups of equal logits): the whole-row select.
+template <class ZOf>
+__device__ Window find_window(const float* l, int64_t V, float zmax, const ZOf& z_of, int need, float top_p,
+                              WindowShared& w, int* s_id, float* s_val, double* s_sum) {
+  const Window none{0, 0, Zoom{}, false};
+  const bool by_mass = need <= 0;
+  const double total =
+      by_mass ? count_bins<true>(l, V, zmax, z_of, w, s_sum) : count_bins<false>(l, V, zmax, z_of, w, s_sum);
+  w.mass[threadIdx.x] = float(w.count[threadIdx.x]) * expf(-float(threadIdx.x) / kBinsPerNat);  // upper bound
+  scan_bins(w, s_id, s_val);
+  const double t = double(top_p) * total;
+  int lo, hi;
+  if (by_mass) {
+    if (!(t > 0.0)) return none;
+    // The true cumulative mass C(b) lies in [shrink·U(b), U(b)] for the upper-bound scan U: the
+    // crossing is at or after the first bin with U >= t, at or before the first with shrink·U >= t
+    // (past the bins: clamped, and the exact check after the gather decides).
+    const double shrink = exp(-1.0 / kBinsPerNat), slack = 1e-5;
+    lo = first_bin_reaching(w.mass, t * (1.0 - slack), w);
+    hi = first_bin_reaching(w.mass, fmin(t * (1.0 + slack) / shrink, double(w.mass[kBins - 1])), w);
+  } else {
+    hi = first_bin_reaching(w.count, double(need) - 0.5, w);
+    if (hi == kBins) return none;  // the need-th element is 32 nats or more below the top
+    lo = hi;
+  }
+  if (w.count[hi] <= kMaxCandidates) return Window{0, hi, Zoom{}, true};
+  if (by_mass && w.count[hi] - (lo > 0 ? w.count[lo - 1] : 0) <= kMaxCandidates) return Window{lo, hi, Zoom{}, true};
+
+  const Zoom zm{lo, hi, float(kBins) / float(hi - lo + 1)};
+  const int c_before = lo > 0 ? w.count[lo - 1] : 0;
+  __syncthreads();  // every thread has read the level-1 bins
+  const double m_before = by_mass ? zoom_bins<true>(l, V, zmax, z_of, zm, w, s_sum)
+                                  : zoom_bins<false>(l, V, zmax, z_of, zm, w, s_sum);
+  scan_bins(w, s_id, s_val);
+  if (by_mass) {
+    hi = first_bin_reaching(w.mass, fmin(t * (1.0 + kMassMargin) - m_before, double(w.mass[kBins - 1])), w);
+    lo = first_bin_reaching(w.mass, t * (1.0 - kMassMargin) - m_before, w);
+  } else {
+    hi = first_bin_reaching(w.count, double(need) - 0.5 - c_before, w);
+    lo = 0;
+  }
+  if (hi == kBins || lo > hi) return none;
+  if (c_before + w.count[hi] <= kMaxCandidates) return Window{0, zm.first + hi, zm, true};
+  if (by_mass && w.count[hi] - (lo > 0 ? w.count[lo - 1] : 0) <= kMaxCandidates)
+    return Window{zm.first + lo, zm.first + hi, zm, true};
+  return none;
 }
 
-// The bins where the mass reaches top_p of the row's total (top_p alone).
-__device__ Window mass_window(WindowShared& w, float top_p) {
-  const double in_bins = w.mass[kBins - 1], t = double(top_p) * (in_bins + double(w.far_mass));
-  Window win{0, 0, false};
-  if (!(t > 0.0)) return win;  // NaN logits
-  // Past the last bin lies at most V·e^-32 of the largest element's mass: a cut there is for the
-  // whole-row select.
-  win.hi = first_bin_reaching(w.mass, fmin(t * (1.0 + kMassMargin), in_bins), w);
-  if (w.count[win.hi] > kMaxCandidates) win.lo = first_bin_reaching(w.mass, t * (1.0 - kMassMargin), w);
-  win.ok = win.lo <= win.hi && w.count[win.hi] - (win.lo > 0 ? w.count[win.lo - 1] : 0) <= kMaxCandidates;
-  return win;
-}
-
-// Pass 2: the keys of the window's elements into w.keys (order_key(z, i)); for top_p the exact
-// mass of the bins below lo (mass_in) and the estimate of those past hi (mass_out). Returns how
-// many keys (the window's count, <= kMaxCandidates by its choice).
+// The keys of the window's elements into w.keys (order_key(z, i)); for top_p the exact mass of
+// the ords below it (mass_in) and the estimate of those past it (mass_out). Returns how many keys
+// (<= kMaxCandidates by the window's choice).
 template <bool kMass, class ZOf>
-__device__ int gather_window(int64_t V, float zmax, const ZOf& z_of, Window win, WindowShared& w, double& mass_in,
-                             double& mass_out, double* s_sum) {
+__device__ int gather_window(const float* l, int64_t V, float zmax, const ZOf& z_of, const Window& win,
+                             WindowShared& w, double& mass_in, double& mass_out, double* s_sum) {
   if (threadIdx.x == 0) w.n_keys = 0;
   __syncthreads();
-  const int lane = threadIdx.x & 31;
   double in = 0.0, out = 0.0;
-  for (int64_t base = 0; base < V; base += blockDim.x) {  // whole warps, for the ballot
-    const int64_t i = base + threadIdx.x;
-    bool take = false;
-    float z = 0.f;
-    if (i < V) {
-      z = z_of(i);
-      const int b = dist_bin(zmax, z);
-      take = b >= win.lo && b <= win.hi;
-      if constexpr (kMass) {
-        if (b < win.lo) in += exp(double(z) - double(zmax));
-        else if (b > win.hi) out += double(expf(z - zmax));
-      }
+  for_each_logit(l, V, [&](int64_t i, float v) {
+    const float z = z_of(v);
+    const int o = ord_of(zmax, z, win.zoom);
+    if (o < win.lo) {
+      if constexpr (kMass) in += exp(double(z) - double(zmax));
+    } else if (o <= win.hi) {
+      const int slot = atomicAdd(&w.n_keys, 1);
+      if (slot < kMaxCandidates) w.keys[slot] = order_key(z, i);
+    } else if constexpr (kMass) {
+      out += double(expf(z - zmax));
     }
-    const unsigned ballot = __ballot_sync(0xffffffffu, take);
-    if (ballot != 0u) {
-      int slot = 0;
-      if (lane == 0) slot = atomicAdd(&w.n_keys, __popc(ballot));
-      slot = __shfl_sync(0xffffffffu, slot, 0) + __popc(ballot & ((1u << lane) - 1u));
-      if (take && slot < kMaxCandidates) w.keys[slot] = order_key(z, i);
-    }
-  }
+  });
   if constexpr (kMass) {
     mass_in = block_sum_f64(in, s_sum);
     mass_out = block_sum_f64(out, s_sum);
@@ -173,14 +270,15 @@ __device__ int gather_window(int64_t V, float zmax, const ZOf& z_of, Window win,
   return min(w.n_keys, kMaxCandidates);
 }
 
-// Calls visit(z, i) for every element of the bins below lo (kept whole by the window).
+// Calls visit(z, i) for every element of the ords below the window (kept whole).
 template <class ZOf, class Visit>
-__device__ void for_each_inside(int64_t V, float zmax, const ZOf& z_of, int lo, Visit&& visit) {
-  if (lo == 0) return;
-  for (int64_t i = threadIdx.x; i < V; i += blockDim.x) {
-    const float z = z_of(i);
-    if (dist_bin(zmax, z) < lo) visit(z, int(i));
-  }
+__device__ void for_each_inside(const float* l, int64_t V, float zmax, const ZOf& z_of, const Window& win,
+                                Visit&& visit) {
+  if (win.lo == 0) return;
+  for_each_logit(l, V, [&](int64_t i, float v) {
+    const float z = z_of(v);
+    if (ord_of(zmax, z, win.zoom) < win.lo) visit(z, int(i));
+  });
 }
 
 }  // namespace gs::cuda::sampling
