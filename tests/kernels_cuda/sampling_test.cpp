@@ -36,6 +36,16 @@ class Sampling : public CudaVsCpu {
     auto a = download(*gpu, pg), b = download(*cpu, pc);
     for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4) << "logprob row " << i << " " << what;
   }
+  // Both backends' top-n log-probabilities of the rows of `l` ([R, V]): the same ids, logprobs within 1e-4.
+  void expect_same_top_logprobs_as_cpu(const std::vector<float>& l, int64_t R, int64_t V, int n) {
+    Tensor ic = cpu->empty(DType::I32, {R, n}), pc = cpu->empty(DType::F32, {R, n});
+    Tensor ig = gpu_poisoned(DType::I32, {R, n}), pg = gpu_poisoned(DType::F32, {R, n});
+    cpu->top_logprobs(cpu_tensor(l, {R, V}), n, ic, pc);
+    gpu->top_logprobs(gpu_tensor(l, DType::F32, {R, V}), n, ig, pg);
+    EXPECT_EQ(download_ints(*gpu, ig), download_ints(*cpu, ic)) << "n=" << n << " V=" << V << " seed " << seed;
+    auto a = download(*gpu, pg), b = download(*cpu, pc);
+    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4) << "n=" << n << " V=" << V;
+  }
 };
 
 TEST_F(Sampling, SameTokensAsCpuForEveryFilter) {
@@ -119,15 +129,7 @@ TEST_F(Sampling, TopLogprobsOfLargeTiedRows) {
   auto l = logits(R, V);
   for (size_t i = 0; i < l.size(); ++i) l[i] = std::round(l[i] * 8.f) / 8.f;  // many equal values
   for (int64_t i = 0; i < V; ++i) l[size_t(2 * V + i)] = 0.25f;                // row 2: all equal (whole row)
-  for (int n : {1, 20, 256}) {
-    Tensor ic = cpu->empty(DType::I32, {R, n}), pc = cpu->empty(DType::F32, {R, n});
-    Tensor ig = gpu_poisoned(DType::I32, {R, n}), pg = gpu_poisoned(DType::F32, {R, n});
-    cpu->top_logprobs(cpu_tensor(l, {R, V}), n, ic, pc);
-    gpu->top_logprobs(gpu_tensor(l, DType::F32, {R, V}), n, ig, pg);
-    EXPECT_EQ(download_ints(*gpu, ig), download_ints(*cpu, ic)) << "n=" << n << " seed " << seed;
-    auto a = download(*gpu, pg), b = download(*cpu, pc);
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4);
-  }
+  for (int n : {1, 20, 256}) expect_same_top_logprobs_as_cpu(l, R, V, n);
 }
 
 // The row statistics are taken over slices of the row by many blocks (sampling.cu): ties across
@@ -149,14 +151,7 @@ TEST_F(Sampling, GreedyAcrossSlices) {
 TEST_F(Sampling, TopLogprobs) {
   for (int n : {1, 5, 20}) {
     const int64_t R = 3, V = 5000;
-    auto l = logits(R, V);
-    Tensor ic = cpu->empty(DType::I32, {R, n}), pc = cpu->empty(DType::F32, {R, n});
-    Tensor ig = gpu_poisoned(DType::I32, {R, n}), pg = gpu_poisoned(DType::F32, {R, n});
-    cpu->top_logprobs(cpu_tensor(l, {R, V}), n, ic, pc);
-    gpu->top_logprobs(gpu_tensor(l, DType::F32, {R, V}), n, ig, pg);
-    EXPECT_EQ(download_ints(*gpu, ig), download_ints(*cpu, ic)) << "n=" << n << " seed " << seed;
-    auto a = download(*gpu, pg), b = download(*cpu, pc);
-    for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-4);
+    expect_same_top_logprobs_as_cpu(logits(R, V), R, V, n);
   }
   Tensor l = gpu->empty(DType::F32, {1, 10}), i = gpu->empty(DType::I32, {1, 11}), p = gpu->empty(DType::F32, {1, 11});
   EXPECT_THROW(gpu->top_logprobs(l, 11, i, p), Error);  // n above the vocabulary
