@@ -17,7 +17,7 @@
 #   GS_STEPS: which steps to run (default "tests memcheck racecheck parity bench decode").
 #   GS_DECODE_MODELS / GS_DECODE_BATCH: the decode step's variants (default "e2b e4b 26b-a4b 31b")
 #     and batch sizes (default "1,8,64"; 31B at 64 needs an H200's memory).
-#   GS_TESTS_FILTER: gtest filter for the tests step (default: every test).
+#   GS_TESTS_STEP_FILTER: gtest filter for the tests step (default: every test).
 #   GS_TEST_FILTER: gtest filter for memcheck (default: everything but benchmarks).
 #   GS_RACECHECK_FILTER: gtest filter for racecheck (default: everything but benchmarks and the
 #     decode-graph tests: capturing CUDA graphs under racecheck takes minutes, and those tests
@@ -62,7 +62,7 @@ for step in $steps; do
   case $step in
     tests)
       timeout "${GS_T_TESTS:-300}" "$tests_bin" --gtest_color=no --gtest_output="xml:$results/kernel-tests.xml" \
-        --gtest_filter="${GS_TESTS_FILTER:-*}" > "$results/kernel-tests.log" 2>&1
+        --gtest_filter="${GS_TESTS_STEP_FILTER:-*}" > "$results/kernel-tests.log" 2>&1
       rc=$?
       passed=$(grep -c '^\[       OK \]' "$results/kernel-tests.log")
       failed=$(grep -c '^\[  FAILED  \] [A-Za-z]' "$results/kernel-tests.log")
