@@ -43,20 +43,28 @@ __device__ __forceinline__ CtaPlace cta_place(const TileArgs& a, int block_m) {
 // The key tiles of bn keys that the CTA's split visits: those its rows, at positions
 // [pmin, pmax] (pmax -1: none), can see under causal masking and the window (any_mm: a row is in an
 // image block and sees every key of this step too), divided evenly between the splits.
+// Tiles start at multiples of bn (tile t holds keys t·bn ..), or, with align < bn, at the first
+// visible key rounded down to a multiple of align: a sliding window's range then starts with a
+// full tile instead of one cut anywhere by the bn grid (a window of 1024 keys and 64 query
+// tokens spans 1087 keys: 17 tiles of 64 from its start, 17.97 on average from the grid).
 struct KeyTiles {
   int begin, count;
+  int key0;  // first key of tile `begin`; tile begin + j starts at key0 + j·bn
 };
 __device__ __forceinline__ KeyTiles split_key_tiles(const TileArgs& a, const CtaPlace& c, int pmin, int pmax,
-                                                    bool any_mm, int bn) {
+                                                    bool any_mm, int bn, int align = 0) {
   int lo = 0, hi = min(c.kv_len, pmax + 1);
   if (a.window > 0) lo = max(0, pmin - a.window + 1);
   if (any_mm) hi = c.kv_len, lo = min(lo, max(0, c.first_new_key));
   hi = max(hi, lo);
-  const int tiles_lo = lo / bn, tiles_hi = (hi + bn - 1) / bn;
+  if (align <= 0 || align > bn) align = bn;
+  const int base = lo / align * align;  // first key of tile 0
+  const int tiles_lo = (base - base % bn) / bn, tiles_hi = tiles_lo + (hi - base + bn - 1) / bn;
   const int per_split = (tiles_hi - tiles_lo + a.num_splits - 1) / a.num_splits;
   KeyTiles t;
   t.begin = tiles_lo + c.split * per_split;
   t.count = max(0, min(tiles_hi, t.begin + per_split) - t.begin);
+  t.key0 = base + (t.begin - tiles_lo) * bn;
   return t;
 }
 

@@ -138,6 +138,10 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
     case TileKernel::Hd512WgmmaTma: return {"hd512 wgmma split d, pipelined, TMA, CTA pairs (sm_90a)", 512, 64, 64};
     case TileKernel::Hd256WgmmaSerialTma: return {"hd256 wgmma serial, TMA (sm_90a)", 256, 128, 64};
     case TileKernel::Hd512WgmmaSerialTma: return {"hd512 wgmma split d, serial, TMA (sm_90a)", 512, 64, 64};
+    case TileKernel::Hd256WgmmaSerialN96: return {"hd256 wgmma serial, 96-key tiles (sm_90a)", 256, 128, 96};
+    case TileKernel::Hd256WgmmaSerialN128: return {"hd256 wgmma serial, 128-key tiles (sm_90a)", 256, 128, 128};
+    case TileKernel::Hd512WgmmaSerialTmaPair:
+      return {"hd512 wgmma split d, serial, TMA, CTA pairs (sm_90a)", 512, 64, 64};
     case TileKernel::Hd512Split8: return {"hd512 decode 8 warps split d, 32 keys x3", 512, 16, 32};
     case TileKernel::Hd512Split8Fine: return {"hd512 decode 8 warps split d, 16 keys x6", 512, 16, 16};
     case TileKernel::Hd512Split8Pair: return {"hd512 decode 8 warps split d, 16 keys x3, 2/SM", 512, 16, 16};
@@ -163,7 +167,11 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
 // per-tile instruction diet (H200, 2026-11-25, two runs: prefill 8k causal 6.97 ms against 7.24 for
 // cp.async, 315 against 304 TFLOP/s; verify b64 q4 0.526 against 0.519 ms, a tie); hd256 stays on
 // cp.async (0.747 against 0.740 ms). Tiles with keys past kv_len or on freed pages still take the
-// cp.async gather inside the TMA kernel.
+// cp.async gather inside the TMA kernel. Since the softmax diet of the same day (H100: raw-score
+// max, scale and max in one FFMA, ex2.approx.ftz, one branch for the boundary-tile mask), hd512
+// runs that kernel in CTA pairs sharing K/V (31B prefill 8k causal 6.28 ms / 350 TFLOP/s against
+// 6.56 / 335 unpaired; E2B 1.59 against 1.65 ms); hd256 stays on the 64-key cp.async kernel (0.658
+// ms against 0.686 with 96-key and 0.797 with 128-key tiles, which have one K and one V stage).
 //
 // Decode at head dim 512 (<= 16 rows) goes to the split-d decode kernel with 16-key tiles, 3
 // stages and two CTAs per SM (attention_decode.cuh; H200, 2026-11-25: b64 ctx4k 31B 0.494 ms =
@@ -183,15 +191,19 @@ static int hd256_decode_override() {  // 0 none, 1 narrow, 2 split8
   return v;
 }
 
-static TileKernel choose_kernel(int head_dim, int64_t rows, int group, bool vision_overlay, int page_size) {
+// The wgmma kernels take the row max of the raw scores and apply the scale in the exponent, which
+// needs scale > 0 (a negative scale would reverse the order, zero makes -inf·0 a NaN); other scales
+// go to the mma.sync kernels.
+static TileKernel choose_kernel(int head_dim, int64_t rows, int group, bool vision_overlay, int page_size,
+                                float scale) {
   const bool narrow = rows <= 16;
   if (head_dim == 256 && narrow) {
     const int o = hd256_decode_override();
     if (o == 2 || (o == 0 && group >= 8)) return TileKernel::Hd256Split8;
   }
-  if (!narrow && !vision_overlay && attn::wgmma_supported()) {
+  if (!narrow && !vision_overlay && scale > 0.f && attn::wgmma_supported()) {
     if (head_dim == 256) return TileKernel::Hd256WgmmaSerial;
-    if (page_size % 8 == 0) return TileKernel::Hd512WgmmaSerialTma;
+    if (page_size % 8 == 0) return TileKernel::Hd512WgmmaSerialTmaPair;
   }
   if (head_dim == 256) return narrow ? TileKernel::Hd256Narrow : TileKernel::Hd256WideQuad;
   return narrow ? TileKernel::Hd512Split8Pair : TileKernel::Hd512Wide;
@@ -228,12 +240,13 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
 
   const int hd = p.head_dim, nkv = p.num_kv_heads, grp = p.num_q_heads / p.num_kv_heads;
   const int64_t rows = int64_t(batch.max_q_len) * grp;
-  plan.kernel = force ? *force : choose_kernel(hd, rows, grp, p.mm_bidirectional, pool.page_size);
+  plan.kernel = force ? *force : choose_kernel(hd, rows, grp, p.mm_bidirectional, pool.page_size, p.scale);
   const TileKernelInfo info = tile_kernel_info(plan.kernel);
   GS_CHECK(info.head_dim == hd, "paged_attention: kernel '{}' cannot serve head dim {}", info.name, hd);
   if (is_wgmma_kernel(plan.kernel)) {
     GS_CHECK(!p.mm_bidirectional, "paged_attention: kernel '{}' has no vision-block overlay", info.name);
     GS_CHECK(wgmma_supported(), "paged_attention: kernel '{}' needs an sm_90 GPU", info.name);
+    GS_CHECK(p.scale > 0.f, "paged_attention: kernel '{}' needs a positive scale, not {}", info.name, p.scale);
   }
   plan.head_dim = hd;
   plan.empty = false;

@@ -37,6 +37,8 @@ struct TileArgs {
                                      // (and splits > 1) the last split CTA combines (tile/decode kernels)
   int pool_pages = 0;                // pages in the cache layer (bounds of the wgmma kernels' TMA maps)
   int tma_box_rows = 0;              // wgmma TMA variants: keys per TMA box (set by their launcher)
+  int key_align = 0;                 // wgmma kernels: key tiles start at a multiple of this (0: of
+                                     // the tile's keys); set by their launcher
 };
 
 // The tile kernels the dispatcher chooses from (each a TileConfig instantiation, see
@@ -60,6 +62,9 @@ enum class TileKernel : int {
   Hd512WgmmaTma,    // as Hd512Wgmma, likewise
   Hd256WgmmaSerialTma,  // as Hd256WgmmaSerial, whole valid key tiles by TMA, no CTA pairs
   Hd512WgmmaSerialTma,  // as Hd512WgmmaSerial, likewise
+  Hd256WgmmaSerialN96,  // as Hd256WgmmaSerial, 96 keys per tile, one K and one V stage
+  Hd256WgmmaSerialN128, // as Hd256WgmmaSerial, 128 keys per tile, one K and one V stage
+  Hd512WgmmaSerialTmaPair,  // as Hd512WgmmaSerialTma, in CTA pairs sharing TMA-loaded K/V tiles
   // Decode kernels with the head dim split over 8 warps (attention_decode.cuh): 16 rows, S's
   // contraction and O's columns split by dims, partial S summed through shared memory.
   Hd512Split8,      // 32 keys per tile, 3 stages (214 KB, one CTA per SM)
@@ -68,9 +73,9 @@ enum class TileKernel : int {
   Hd512Split8Two,   // 32 keys per tile, 2 stages (150 KB)
   Hd256Split8,      // 32 keys per tile, 2 stages (86 KB, two CTAs per SM)
 };
-constexpr int kNumTileKernels = 21;
+constexpr int kNumTileKernels = 24;
 constexpr bool is_wgmma_kernel(TileKernel k) {
-  return int(k) >= int(TileKernel::Hd256Wgmma) && int(k) <= int(TileKernel::Hd512WgmmaSerialTma);
+  return int(k) >= int(TileKernel::Hd256Wgmma) && int(k) <= int(TileKernel::Hd512WgmmaSerialTmaPair);
 }
 constexpr bool is_split_d_kernel(TileKernel k) { return int(k) >= int(TileKernel::Hd512Split8); }
 

@@ -3,6 +3,7 @@
 
 #include <cudaTypedefs.h>
 
+#include <cstdlib>
 #include <string>
 
 namespace gs::cuda::attn {
@@ -19,6 +20,12 @@ void launch_wgmma_kernel(TileKernel k, const TileArgs& a, const TileGrid& g, cud
       return launch_wgmma_config<WgConfig<256, false, true, false>>(a, g, stream);
     case TileKernel::Hd512WgmmaSerialTma:
       return launch_wgmma_config<WgConfig<512, false, true, false>>(a, g, stream);
+    case TileKernel::Hd256WgmmaSerialN96:
+      return launch_wgmma_config<WgConfig<256, false, false, false, 96>>(a, g, stream);
+    case TileKernel::Hd256WgmmaSerialN128:
+      return launch_wgmma_config<WgConfig<256, false, false, false, 128>>(a, g, stream);
+    case TileKernel::Hd512WgmmaSerialTmaPair:
+      return launch_wgmma_config<WgConfig<512, false, true, true>>(a, g, stream);
     default: fail("attention: tile kernel " + std::to_string(int(k)) + " is not a wgmma kernel");
   }
 }
@@ -41,6 +48,14 @@ void encode_kv_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, int head_
                             box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) fail("attention: cuTensorMapEncodeTiled failed with CUresult " + std::to_string(int(r)));
+}
+
+int wgmma_key_align() {
+  static const int align = [] {
+    const char* e = std::getenv("GS_ATTN_ALIGNED_TILES");
+    return e && std::string(e) == "1" ? 0 : 16;
+  }();
+  return align;
 }
 
 bool wgmma_supported() {

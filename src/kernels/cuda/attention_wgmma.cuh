@@ -47,7 +47,7 @@
 
 namespace gs::cuda::attn {
 
-template <int HD, bool PIPELINED, bool TMA = false, bool PAIR = TMA>
+template <int HD, bool PIPELINED, bool TMA = false, bool PAIR = TMA, int BN = 64>
 struct WgConfig {
   static constexpr int kHeadDim = HD;
   // Key tiles whose keys are all below kv_len and on live pages are loaded with TMA boxes of
@@ -61,10 +61,22 @@ struct WgConfig {
   static constexpr bool kPipelined = PIPELINED;  // P·V of tile j-1 overlaps the softmax of tile j
   static constexpr bool kSplitD = HD == 512;          // warpgroups split the head dim (see above)
   static constexpr int kBlockM = kSplitD ? 64 : 128;  // packed query rows per CTA
-  static constexpr int kBlockN = 64;                  // keys per tile
+  // Keys per tile. 64 by default; hd256's serial kernel also comes with 96 and 128 (S as one
+  // m64n96 / m64n128 product: Q crosses shared memory once per 96 / 128 keys instead of 64, and
+  // a tile's fixed costs, its barrier waits and wgmma waits, are paid over more keys).
+  static constexpr int kBlockN = BN;
+  static_assert(BN == 64 || (HD == 256 && !PIPELINED && (BN == 96 || BN == 128)),
+                "wider key tiles: hd256 serial only (registers: O 128 + S BN/2 per thread)");
   // K and V stages. hd512: Q 64 KB + K 64 KB + V 64 KB + S exchange 32 KB = 224 KB, one stage
   // each; K of tile j+1 still loads during softmax and P·V of tile j, V of j+1 during S of j+1.
-  static constexpr int kStages = kSplitD ? 1 : 2;
+  // hd256 with wider tiles: one each as well (Q 64 KB + 2 x 64 KB at 128 keys).
+  static constexpr int kStages = kSplitD || BN > 64 ? 1 : 2;
+  static constexpr int kKeysPerLane = BN / 32;  // page lookups per producer lane and tile
+  static constexpr int kAcc = BN / 2;           // S accumulator registers per consumer thread
+  // Registers per thread after setmaxnreg: the producer needs few, the consumers' O alone is
+  // 128 and S another BN / 2. 2 x 128 x consumer + 128 x producer <= 64K.
+  static constexpr int kProducerRegs = BN > 96 ? 40 : 72;
+  static constexpr int kConsumerRegs = BN > 96 ? 232 : 216;
   static constexpr int kDimsPerWg = kSplitD ? HD / 2 : HD;  // S contraction and O columns per warpgroup
   static constexpr int kConsumerThreads = 256;
   static constexpr int kThreads = kConsumerThreads + 128;   // + the producer warpgroup
@@ -175,6 +187,23 @@ __device__ __forceinline__ void consumer_bar_sync() { asm volatile("bar.sync 1, 
 
 }  // namespace wg
 
+// 2^x with denormal results flushed to zero: a single MUFU.EX2 (2^-inf = 0).
+__device__ __forceinline__ float fast_exp2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// v[i] of a register array by a run-time index, as selects (a dynamic index would put v in
+// local memory).
+template <class T, int N>
+__device__ __forceinline__ T pick(const T (&v)[N], int i) {
+  T x = v[0];
+#pragma unroll
+  for (int h = 1; h < N; ++h) x = i == h ? v[h] : x;
+  return x;
+}
+
 template <class C>
 __global__ void __launch_bounds__(C::kThreads, 1)
     attention_wgmma_kernel(const TileArgs a, const __grid_constant__ CUtensorMap tma_k,
@@ -236,44 +265,50 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     if (p >= 0) pmin = min(pmin, p), pmax = max(pmax, p);
   }
   pmin = __reduce_min_sync(0xffffffffu, pmin), pmax = __reduce_max_sync(0xffffffffu, pmax);
-  const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, false, BN);  // no image rows here
-  const int t_begin = kt.begin, n_tiles = kt.count;
+  // No image rows here. Tile it covers keys key0 + it·BN ..
+  const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, false, BN, a.key_align);
+  const int key0 = kt.key0, n_tiles = kt.count;
 
   if (warp >= 8) {
     // ---- producer warpgroup: K then V of each tile, as soon as the consumers free the stage ----
     // It needs few registers; give the rest to the consumers (whose O alone is 128 per thread).
-    wg::setmaxnreg_dec<72>();
+    wg::setmaxnreg_dec<C::kProducerRegs>();
     // Thread pt copies 16-byte chunk column c of rows rr, rr + kRowsPerPass, ...: a warp always
     // works on one key row (512 contiguous bytes per warp-instruction). Lane l of every warp looks
     // up keys l and l + 32 of the tile (-1: zero fill) and the warp shares them by shuffles.
     constexpr int kRowsPerPass = 128 / C::kChunks;
     const int pt = tid - C::kConsumerThreads, c = pt % C::kChunks, rr = pt / C::kChunks;
     const uint32_t chunk_off = (c >> 3) * (BN * 128);
-    // Where a tile's keys come from: lane l of every producer warp looks up keys l and l + 32 of
-    // the tile once (off: element offset in the pool, -1: zero fill; tok: pool token for TMA),
+    // Where a tile's keys come from: lane l of every producer warp looks up keys l, l + 32, ...
+    // of the tile once (off: element offset in the pool, -1: zero fill; tok: pool token for TMA),
     // and the warps share them by shuffles, for K and for V.
+    constexpr int KPL = C::kKeysPerLane;
     struct TileSrc {
-      int64_t off[2];
-      int tok[2];
+      int64_t off[KPL];
+      int tok[KPL];
       bool tma;  // every key below kv_len and on a live page: the whole tile can come by TMA
     };
     auto lookup = [&](int j, TileSrc& t) {
-      const int k0 = (t_begin + j) * BN;
+      const int k0 = key0 + j * BN;
+      int page[KPL];
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int key = k0 + lane + 32 * h;
-        t.off[h] = -1, t.tok[h] = 0;
-        if (key < cta.kv_len) {
-          const int lp = a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size;
-          const int slot = key - lp * a.page_size;
-          const int page = cta.page_table[lp];
-          if (page >= 0) {
-            t.off[h] = int64_t(page) * a.page_stride + int64_t(slot) * a.token_stride + int64_t(cta.kvh) * HD;
-            t.tok[h] = page * a.page_size + slot;
-          }
-        }
+      for (int h = 0; h < KPL; ++h) {
+        // Keys past the end read the last page's entry (never used): no branch around the read.
+        const int key = min(k0 + lane + 32 * h, cta.kv_len - 1);
+        page[h] = cta.page_table[a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size];
       }
-      t.tma = C::kTma && a.tma_box_rows > 0 && __all_sync(0xffffffffu, t.off[0] >= 0 && t.off[1] >= 0);
+      bool all_live = true;
+#pragma unroll
+      for (int h = 0; h < KPL; ++h) {
+        const int key = k0 + lane + 32 * h;
+        const int lp = a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size;
+        const int slot = key - lp * a.page_size;
+        const bool live = key < cta.kv_len && page[h] >= 0;
+        t.off[h] = live ? int64_t(page[h]) * a.page_stride + int64_t(slot) * a.token_stride + int64_t(cta.kvh) * HD : -1;
+        t.tok[h] = live ? page[h] * a.page_size + slot : 0;
+        all_live = all_live && live;
+      }
+      t.tma = C::kTma && a.tma_box_rows > 0 && __all_sync(0xffffffffu, all_live);
     };
     auto load = [&](int kv, int j, const TileSrc& t) {
       const int s = j % ST, use = j / ST;
@@ -289,7 +324,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
           const CUtensorMap* map = kv == 0 ? &tma_k : &tma_v;
           const uint32_t tile_base = (kv == 0 ? sK : sV) + s * C::kTileBytes;
           for (int g = 0; g < BN; g += a.tma_box_rows) {  // boxes never straddle a page
-            const int token = __shfl_sync(0xffffffffu, g < 32 ? t.tok[0] : t.tok[1], g & 31);
+            const int token = __shfl_sync(0xffffffffu, pick(t.tok, g >> 5), g & 31);
             if (pt == 0 && paired) {
               constexpr int kHalf = HD / 128;  // slabs per CTA
 #pragma unroll
@@ -314,7 +349,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 #pragma unroll 8
       for (int pass = 0; pass < BN / kRowsPerPass; ++pass) {
         const int r = pass * kRowsPerPass + rr;
-        const int64_t o = __shfl_sync(0xffffffffu, r < 32 ? t.off[0] : t.off[1], r & 31);
+        const int64_t o = __shfl_sync(0xffffffffu, pick(t.off, r >> 5), r & 31);
         const uint32_t dst = dst_base + r * 128 + (((c & 7) ^ (r & 7)) << 4);
         const bf16* src = o >= 0 ? src_base + o : src_base;
         asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(o >= 0 ? 16 : 0));
@@ -325,6 +360,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     // with V of tile j-1 (what one consumer step reads), so K of tile j+1 is requested as soon
     // as S of tile j has freed its stage, not behind V of tile j, whose stage frees only when the
     // P·V of tile j-1 completes at the end of the step (hd512 has a single stage of each).
+    // Reading the page table of tile j+1 while waiting for tile j's stages (lookup ahead) was
+    // measured and lost 2% at hd256 (H100, 2026-11-25): the producer is not what binds.
     TileSrc cur, prev;
     for (int step = 0; step < n_tiles + (C::kPipelined ? 1 : 0); ++step) {
       if (step < n_tiles) {
@@ -349,7 +386,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     cp_async_wait<0>();
     return;
   }
-  wg::setmaxnreg_inc<216>();
+  wg::setmaxnreg_inc<C::kConsumerRegs>();
 
   // The Q tile (zero rows past the end), by the consumers alone: the producer has already
   // started on K/V meanwhile.
@@ -409,20 +446,21 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   const uint64_t q_desc = wg::desc_sw128(sQ + (dim0 >> 6) * (BM * 128) + wg_row0 * 128, 16, 1024);
   const uint64_t k_desc = wg::desc_sw128(sK + (dim0 >> 6) * (BN * 128), 16, 1024);
   const uint64_t v_desc = wg::desc_sw128(sV + (dim0 >> 6) * (BN * 128), BN * 128, 1024);
-  auto issue_s = [&](float (&sc)[32], int s) {
+  constexpr int NA = C::kAcc;
+  auto issue_s = [&](float (&sc)[NA], int s) {
     const uint64_t kd = k_desc + ((s * C::kTileBytes) >> 4);
 #pragma unroll
     for (int kk = 0; kk < 16; ++kk) {
       // Head-dim columns kk·16 .. of this warpgroup: slab kk / 4, 32 bytes per k16 step within it.
       constexpr uint32_t kQSlab = BM * 128, kKSlab = BN * 128;
       const uint32_t qo = (kk >> 2) * kQSlab + (kk & 3) * 32, ko = (kk >> 2) * kKSlab + (kk & 3) * 32;
-      wg::wgmma_m64n64k16_ss(sc, q_desc + (qo >> 4), kd + (ko >> 4), kk > 0);
+      wg::wgmma_ss<BN>(sc, q_desc + (qo >> 4), kd + (ko >> 4), kk > 0);
     }
     wg::commit();
   };
   // O += P·V[:, this warpgroup's columns] of stage s; P is the register A operand: the S
   // accumulator of n8 tiles 2kk and 2kk+1 is the m16k16 A fragment of keys [16kk, 16kk + 16).
-  auto issue_pv = [&](const uint32_t (&p)[16], int s) {
+  auto issue_pv = [&](const uint32_t (&p)[NA / 2], int s) {
     const uint64_t vd = v_desc + ((s * C::kTileBytes) >> 4);
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
@@ -433,40 +471,44 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   };
   // Split d: sum the two half contractions. Same (row, key) per register index and thread in
   // both warpgroups, so the exchange is in register order and conflict-free.
-  auto exchange = [&](float (&sc)[32]) {
+  auto exchange = [&](float (&sc)[NA]) {
     if constexpr (SPLIT) {
 #pragma unroll
-      for (int i = 0; i < 32; ++i) sX[(wgi * 32 + i) * 128 + tq] = sc[i];
+      for (int i = 0; i < NA; ++i) sX[(wgi * NA + i) * 128 + tq] = sc[i];
       wg::consumer_bar_sync();
 #pragma unroll
-      for (int i = 0; i < 32; ++i) sc[i] += sX[((1 - wgi) * 32 + i) * 128 + tq];
+      for (int i = 0; i < NA; ++i) sc[i] += sX[((1 - wgi) * NA + i) * 128 + tq];
       wg::consumer_bar_sync();  // both have read before the next tile overwrites
     }
   };
   // Scale (log2 domain), mask on boundary tiles, online softmax: the unnormalised probabilities
   // of the tile replace the scores in sc (f32; pack_p turns them into the bf16 A operand), the
   // factor the running O must be rescaled by goes into alpha.
-  auto softmax = [&](float (&sc)[32], int k0, float (&alpha)[2]) {
+  auto softmax = [&](float (&sc)[NA], int k0, float (&alpha)[2]) {
+    // Boundary tiles only (one warp-uniform branch, not one per score): scores of keys a row
+    // cannot see become -inf.
     const bool all_visible =
         k0 + BN <= cta.kv_len && k0 + BN - 1 <= wpmin && (a.window == 0 || wpmax - k0 < a.window);
-    float mx[2] = {-INFINITY, -INFINITY};
+    if (!all_visible) {
 #pragma unroll
-    for (int i = 0; i < 32; ++i) {
-      const int h = (i >> 1) & 1;
-      float x = sc[i] * a.scale_log2;
-      if (!all_visible) {
+      for (int i = 0; i < NA; ++i) {
+        const int h = (i >> 1) & 1;
         const int key = k0 + (i >> 2) * 8 + (lane & 3) * 2 + (i & 1);
         const bool ok = key < cta.kv_len && key <= qpos[h] && (a.window == 0 || qpos[h] - key < a.window);
-        if (!ok) x = -INFINITY;
+        if (!ok) sc[i] = -INFINITY;
       }
-      sc[i] = x;
-      mx[h] = fmaxf(mx[h], x);
     }
+    // The max of the raw scores: the scale (>= 0, see choose_kernel) preserves the order, so it
+    // is applied once per row here and fused into the exponent's FFMA below.
+    float mx[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int i = 0; i < NA; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], sc[i]);
     float base_m[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
       mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
+      mx[h] *= a.scale_log2;  // log2 domain
       // The running max moves only when a score exceeds it by more than 8 (log2 domain; the
       // FlashAttention-4 rule): until then p = 2^(x - m) <= 256, exact enough in f32 and in
       // bf16's relative precision, and O / l is the same softmax. So most tiles leave O
@@ -476,20 +518,23 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       const float m_old = m_run[h];
       if (grow) m_run[h] = m_new;
       base_m[h] = m_run[h] == -INFINITY ? 0.f : m_run[h];  // nothing visible yet: stay at zero
-      alpha[h] = grow ? exp2f(m_old - base_m[h]) : 1.f;
+      alpha[h] = grow ? fast_exp2(m_old - base_m[h]) : 1.f;
       l_run[h] *= alpha[h];
     }
+    // p = 2^(x·scale - m): one FFMA and one MUFU.EX2 a score (exp2f adds a denormal range check
+    // and two FMULs around each; probabilities below 2^-126 of the row max add nothing anyway).
 #pragma unroll
-    for (int i = 0; i < 32; i += 2) {
+    for (int i = 0; i < NA; i += 2) {
       const int h = (i >> 1) & 1;
-      const float e0 = exp2f(sc[i] - base_m[h]), e1 = exp2f(sc[i + 1] - base_m[h]);
+      const float e0 = fast_exp2(fmaf(sc[i], a.scale_log2, -base_m[h]));
+      const float e1 = fast_exp2(fmaf(sc[i + 1], a.scale_log2, -base_m[h]));
       l_run[h] += e0 + e1;
       sc[i] = e0, sc[i + 1] = e1;
     }
   };
-  auto pack_p = [&](const float (&sc)[32], uint32_t (&p)[16]) {
+  auto pack_p = [&](const float (&sc)[NA], uint32_t (&p)[NA / 2]) {
 #pragma unroll
-    for (int i = 0; i < 32; i += 2) p[i >> 1] = pack_bf16x2(sc[i], sc[i + 1]);
+    for (int i = 0; i < NA; i += 2) p[i >> 1] = pack_bf16x2(sc[i], sc[i + 1]);
   };
   auto rescale_o = [&](const float (&alpha)[2]) {
     if (!__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) return;
@@ -503,8 +548,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     // One product at a time per warpgroup; the two warpgroups overlap each other (hd256 only:
     // hd512's exchange keeps them in step).
     for (int it = 0; it < n_tiles; ++it) {
-      const int s = it % ST, parity = (it / ST) & 1, k0 = (t_begin + it) * BN;
-      float sc[32];
+      const int s = it % ST, parity = (it / ST) & 1, k0 = key0 + it * BN;
+      float sc[NA];
       wg::mbar_wait(full_k(s), parity);
       wg::fence_proxy_async();
       wg::fence();
@@ -513,7 +558,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       wg::pin(sc);
       release(empty_k(s));
       exchange(sc);
-      uint32_t p[16];
+      uint32_t p[NA / 2];
       float alpha[2];
       softmax(sc, k0, alpha);
       pack_p(sc, p);
@@ -534,9 +579,9 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     // The first tile is peeled so that no wgmma is issued under a condition inside the loop
     // (ptxas then serialises every wgmma of the kernel).
     if (n_tiles > 0) {
-      uint32_t p[16];
+      uint32_t p[NA / 2];
       {
-        float sc[32];
+        float sc[NA];
         wg::mbar_wait(full_k(0), 0);
         wg::fence_proxy_async();
         wg::fence();
@@ -546,13 +591,13 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         release(empty_k(0));
         exchange(sc);
         float alpha[2];
-        softmax(sc, t_begin * BN, alpha);  // O is still zero: no rescale
+        softmax(sc, key0, alpha);  // O is still zero: no rescale
         pack_p(sc, p);
       }
       for (int it = 1; it < n_tiles; ++it) {
-        const int s = it % ST, parity = (it / ST) & 1, k0 = (t_begin + it) * BN;
+        const int s = it % ST, parity = (it / ST) & 1, k0 = key0 + it * BN;
         const int sp = (it - 1) % ST, pparity = ((it - 1) / ST) & 1;  // stage of tile it-1
-        float sc[32];
+        float sc[NA];
         // S of tile it first, then wait for V of tile it-1: with one V stage (hd512) that V was
         // only requested when the last P·V finished, and S covers part of its load.
         wg::mbar_wait(full_k(s), parity);
@@ -631,11 +676,17 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 void encode_kv_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, int head_dim, int kv_heads, int64_t tokens,
                           int box_rows);
 
+// Where the wgmma kernels' key tiles start: at the first visible key rounded down to 16 (TMA
+// boxes of 8 or 16 keys then never straddle a page), or, with GS_ATTN_ALIGNED_TILES=1 (A/B runs),
+// at multiples of the tile's keys as the mma.sync kernels do. Defined in attention_wgmma.cu.
+int wgmma_key_align();
+
 template <class C>
 void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t stream) {
   TileArgs a = a_in;
   CUtensorMap map_k{}, map_v{};
   a.tma_box_rows = 0;
+  a.key_align = wgmma_key_align();
   if constexpr (C::kTma) {
     // Boxes must not straddle a page (pages are not contiguous in the pool) and must tile 64 keys.
     const int box = a.page_size % 16 == 0 ? 16 : a.page_size % 8 == 0 ? 8 : 0;
