@@ -52,8 +52,8 @@ enum class TileKernel : int {
   Hd512NarrowDeep,  // 16 rows, 1x4 warps, 32 keys per tile, 3 stages (more K/V in flight)
   Hd256WideQuad,    // 64 rows, 4x4 warps (16 warps hide more latency), 64 keys per tile
   Hd512WideQuad,    // 64 rows, 4x4 warps, 32 keys per tile
-  // Hopper (sm_90a) only, no vision overlay (attention_wgmma.cuh): wgmma, producer warp + two
-  // consumer warpgroups, 64 keys per tile.
+  // Hopper (sm_90a) only, no vision overlay (attention_wgmma.cuh): wgmma, producer warpgroup + two
+  // consumer warpgroups, 64 keys per tile unless named otherwise.
   Hd256Wgmma,       // 128 rows (64 per warpgroup), P·V of tile j-1 overlapping softmax of tile j
   Hd512Wgmma,       // 64 rows, the warpgroups split the head dim, pipelined likewise
   Hd256WgmmaSerial, // as Hd256Wgmma, one product at a time per warpgroup

@@ -20,8 +20,9 @@
 // Rows: query heads sharing a KV head are packed into rows (row pr = token i·group + head g), as
 // in the mma.sync kernels, so K/V are read once per group.
 //
-// Head dim 256: each consumer warpgroup owns 64 rows (128 per CTA); S is 64 x 64 f32 (32 registers
-// per thread), O is 64 x 256 f32 (128 registers).
+// Head dim 256: each consumer warpgroup owns 64 rows (128 per CTA); S is 64 x BN f32 (BN / 2
+// registers per thread; BN = 64 keys per tile, or 96 / 128 in the wider variants), O is 64 x 256
+// f32 (128 registers).
 // Head dim 512: a 64 x 512 f32 O (256 registers per thread) does not fit one warpgroup. Both
 // warpgroups take the same 64 rows; warpgroup w owns output columns [256w, 256w + 256) and
 // computes the half contraction S_w = Q[:, half w]·K[:, half w]ᵀ. The halves are summed through
