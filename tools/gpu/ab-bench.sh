@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# A/B of kernel-test binaries built by tools/gpu/ab-build.sh, on the GPU machine: each binary's
+# tests first (GS_AB_TESTS, a gtest filter; empty skips them), then its benchmark rounds
+# alternated (A B C A B C ...), so that clock and thermal drift fall on every binary alike. Lines
+# are tagged with the binary's name; the benchmarks are the disabled gtest tables, AttentionBench
+# by default (GS_AB_BENCH; empty skips it), restricted to the shapes whose name contains
+# GS_BENCH_ATTENTION_SHAPES, and where ab-build.sh built gemmaserve too, `bench-kernels --only
+# GS_AB_KERNELS` (e.g. sampling; unset skips it).
+#
+# usage: tools/gpu/ab-bench.sh LEAN_DIR AB_DIR RESULTS_DIR [ROUNDS]
+#   LEAN_DIR: a folder of collect-libs.sh (its gpu-libs); AB_DIR: the *.gz of ab-build.sh.
+#   e.g. GS_AB_TESTS='Attention*' GS_BENCH_ATTENTION_SHAPES=prefill tools/gpu/ab-bench.sh build-lean build-ab $OUT/ab
+set -uo pipefail
+lean=$(cd "${1:?usage: ab-bench.sh LEAN_DIR AB_DIR RESULTS_DIR [ROUNDS]}" && pwd)
+ab=$(cd "${2:?usage: ab-bench.sh LEAN_DIR AB_DIR RESULTS_DIR [ROUNDS]}" && pwd)
+results=${3:?usage: ab-bench.sh LEAN_DIR AB_DIR RESULTS_DIR [ROUNDS]}
+rounds=${4:-2}
+mkdir -p "$results"
+libs=/tmp/gs-gpu-libs
+mkdir -p "$libs"
+for f in "$lean"/gpu-libs/*.gz; do [[ -e $f ]] && gunzip -c "$f" > "$libs/$(basename "${f%.gz}")"; done
+export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+
+names=()
+for f in "$ab"/*.gz; do
+  [[ $f == *.gemmaserve.gz ]] && continue
+  name=$(basename "${f%.gz}")
+  [[ -e $ab/$name.gemmaserve.gz ]] && gunzip -c "$ab/$name.gemmaserve.gz" > "/tmp/gs-ab-$name.gemmaserve" &&
+    chmod +x "/tmp/gs-ab-$name.gemmaserve"
+  gunzip -c "$f" > "/tmp/gs-ab-$name" && chmod +x "/tmp/gs-ab-$name"
+  names+=("$name")
+done
+[[ ${#names[@]} -gt 0 ]] || { echo "ab-bench: no binaries in $ab" >&2; exit 1; }
+
+if [[ -n ${GS_AB_TESTS-Attention*} ]]; then
+  for name in "${names[@]}"; do
+    timeout "${GS_AB_T_TESTS:-400}" "/tmp/gs-ab-$name" --gtest_color=no --gtest_filter="${GS_AB_TESTS-Attention*}" \
+      > "$results/tests-$name.log" 2>&1
+    rc=$?
+    echo "$name tests: rc=$rc, $(grep -c '^\[       OK \]' "$results/tests-$name.log") passed," \
+      "$(grep -c '^\[  FAILED  \] [A-Za-z]' "$results/tests-$name.log") failed"
+  done
+fi
+for ((r = 1; r <= rounds; ++r)); do
+  for name in "${names[@]}"; do
+    if [[ -n ${GS_AB_BENCH-AttentionBench.*} ]]; then
+      timeout "${GS_AB_T_BENCH:-200}" "/tmp/gs-ab-$name" --gtest_also_run_disabled_tests \
+        --gtest_filter="${GS_AB_BENCH-AttentionBench.*}" 2>&1 | grep -vE '^(\[|Running main|Note: )' |
+        sed "s/^/$name $r /" | tee -a "$results/bench.txt"
+    fi
+    if [[ -n ${GS_AB_KERNELS:-} && -x /tmp/gs-ab-$name.gemmaserve ]]; then
+      timeout "${GS_AB_T_BENCH:-200}" "/tmp/gs-ab-$name.gemmaserve" bench-kernels --only "$GS_AB_KERNELS" 2>&1 |
+        grep -vE '^[0-9:.]+ [A-Z] ' | sed "s/^/$name $r /" | tee -a "$results/bench-kernels.txt"
+    fi
+  done
+done
