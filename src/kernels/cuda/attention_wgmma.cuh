@@ -275,8 +275,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     // It needs few registers; give the rest to the consumers (whose O alone is 128 per thread).
     wg::setmaxnreg_dec<C::kProducerRegs>();
     // Thread pt copies 16-byte chunk column c of rows rr, rr + kRowsPerPass, ...: a warp always
-    // works on one key row (512 contiguous bytes per warp-instruction). Lane l of every warp looks
-    // up keys l and l + 32 of the tile (-1: zero fill) and the warp shares them by shuffles.
+    // works on one key row (512 contiguous bytes per warp-instruction); where each row comes from
+    // is looked up once per tile (lookup, below).
     constexpr int kRowsPerPass = 128 / C::kChunks;
     const int pt = tid - C::kConsumerThreads, c = pt % C::kChunks, rr = pt / C::kChunks;
     const uint32_t chunk_off = (c >> 3) * (BN * 128);
@@ -305,7 +305,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         const int lp = a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size;
         const int slot = key - lp * a.page_size;
         const bool live = key < cta.kv_len && page[h] >= 0;
-        t.off[h] = live ? int64_t(page[h]) * a.page_stride + int64_t(slot) * a.token_stride + int64_t(cta.kvh) * HD : -1;
+        t.off[h] = live ? int64_t(page[h]) * a.page_stride + int64_t(slot) * a.token_stride + int64_t(cta.kvh) * HD
+                        : -1;
         t.tok[h] = live ? page[h] * a.page_size + slot : 0;
         all_live = all_live && live;
       }
