@@ -201,7 +201,10 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
   if (row.temperature > 0.f) {
     const float temp = row.temperature;
     const float zmax = st.max / temp;  // division is monotone: the largest z is the largest l's
-    auto z_of = [temp](float v) { return v / temp; };
+    // Temperature 1 (Gemma's generation_config default) skips the IEEE division, ~8 instructions
+    // per element and pass; v / 1 is v exactly, so the token is the same.
+    const bool unit = temp == 1.f;
+    auto z_of = [temp, unit](float v) { return unit ? v : v / temp; };
     const bool use_min_p = row.min_p > 0.f;
     const double min_z = use_min_p ? double(zmax) + log(double(row.min_p)) : 0.0;
     float best = -INFINITY;
