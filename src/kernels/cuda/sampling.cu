@@ -331,11 +331,10 @@ bool window_enabled() {
 // window's passes split over them, sampling_window.cuh), else 1. GS_SAMPLE_TEAM=N forces N (1, 2,
 // 4 or 8; A/B runs).
 int sample_team_size(int rows) {
-  static const int forced = [] {
-    const char* e = std::getenv("GS_SAMPLE_TEAM");
-    const int n = e ? std::atoi(e) : 0;
-    return n == 1 || n == 2 || n == 4 || n == 8 ? n : 0;
-  }();
+  // Read at every launch (a host-side getenv per step), so tests can cover every size in one run.
+  const char* e = std::getenv("GS_SAMPLE_TEAM");
+  const int n_env = e ? std::atoi(e) : 0;
+  const int forced = n_env == 1 || n_env == 2 || n_env == 4 || n_env == 8 ? n_env : 0;
   int dev = 0, major = 0;
   GS_CUDA_CHECK(cudaGetDevice(&dev));
   GS_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
