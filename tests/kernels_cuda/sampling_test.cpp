@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <iterator>
+#include <string>
 
 #include "backend_harness.h"
 #include "core/error.h"
@@ -102,7 +104,12 @@ TEST_F(Sampling, EveryWindowCaseSameAsCpu) {
       {"dense top-k past the cap", 4, 1.f, 5000, 1.f, 0.f},
   };
   const int64_t R = int64_t(std::size(cases));
-  for (int round = 0; round < 2; ++round) {
+  // Rounds 0-1: the team size launch_sample picks (8 CTAs per row for these 15 rows on an H100);
+  // rounds 2-4: teams of 1, 2 and 4 (GS_SAMPLE_TEAM; ignored before sm_90, where it is always 1).
+  const char* teams[] = {nullptr, nullptr, "1", "2", "4"};
+  for (int round = 0; round < 5; ++round) {
+    if (teams[round]) setenv("GS_SAMPLE_TEAM", teams[round], 1);
+    else unsetenv("GS_SAMPLE_TEAM");
     std::vector<float> l = logits(R, V);
     std::vector<SamplingRow> rows;
     for (int64_t r = 0; r < R; ++r) {
@@ -120,8 +127,10 @@ TEST_F(Sampling, EveryWindowCaseSameAsCpu) {
       s.seed = rng(), s.step = rng() % 1000;
       rows.push_back(s);
     }
-    expect_same_as_cpu(l, rows, V, "round " + std::to_string(round));
+    const std::string team = teams[round] ? teams[round] : "auto";
+    expect_same_as_cpu(l, rows, V, "round " + std::to_string(round) + ", team " + team);
   }
+  unsetenv("GS_SAMPLE_TEAM");
 }
 
 TEST_F(Sampling, TopLogprobsOfLargeTiedRows) {

@@ -131,18 +131,9 @@ __device__ RowStats combine_slices(const float* l, const SliceStats* part, int s
   return finish_stats(l, b);
 }
 
-// The cut (kept: key >= cut) of a filtered row from a window of candidates (sampling_window.cuh),
-// the window in `win` and its keys in w.keys[0, n). false: the cut is not inside any window that
-// fits; the caller selects over the whole row.
-template <class ZOf>
-__device__ bool window_cut(const float* l, int64_t V, float zmax, const ZOf& z_of, const SamplingRow& row, bool top_k,
-                           bool top_p, Window& win, int& n, uint64_t& cut, WindowShared& w, SelectShared& sh,
-                           int* s_id, float* s_val, double* s_sum) {
-  win = find_window(l, V, zmax, z_of, top_k ? row.top_k : 0, row.top_p, w, s_id, s_val, s_sum);
-  if (!win.ok) return false;
-  double mass_in = 0.0, mass_out = 0.0;
-  n = top_k ? gather_window<false>(l, V, zmax, z_of, win, w, mass_in, mass_out, s_sum)
-            : gather_window<true>(l, V, zmax, z_of, win, w, mass_in, mass_out, s_sum);
+// CTA 0's part of window_cut: the cut among the gathered keys w.keys[0, n).
+__device__ bool cut_from_keys(float zmax, const SamplingRow& row, bool top_k, bool top_p, int n, double mass_in,
+                              double mass_out, uint64_t& cut, WindowShared& w, SelectShared& sh, double* s_sum) {
   auto key = [&](int64_t i) { return w.keys[i]; };
   cut = 0;
   if (top_k) cut = block_select<true>(n, double(row.top_k) - 0.5, key, [](int64_t) { return 1.0; }, sh);
@@ -165,6 +156,30 @@ __device__ bool window_cut(const float* l, int64_t V, float zmax, const ZOf& z_o
   return true;
 }
 
+// The cut (kept: key >= cut) of a filtered row from a window of candidates (sampling_window.cuh),
+// the window in `win` and its keys in w.keys[0, n). false: the cut is not inside any window that
+// fits; the caller selects over the whole row.
+// In a team every CTA finds the same window and gathers its slice's keys; the cut is decided by
+// CTA 0 (which holds all the keys) and the verdict handed to the others.
+template <class ZOf>
+__device__ bool window_cut(const float* l, const Team& team, float zmax, const ZOf& z_of, const SamplingRow& row,
+                           bool top_k, bool top_p, Window& win, int& n, uint64_t& cut, WindowShared& w,
+                           SelectShared& sh, int* s_id, float* s_val, double* s_sum) {
+  win = find_window(l, team, zmax, z_of, top_k ? row.top_k : 0, row.top_p, w, s_id, s_val, s_sum);
+  if (!win.ok) return false;
+  double mass_in = 0.0, mass_out = 0.0;
+  n = top_k ? gather_window<false>(l, team, zmax, z_of, win, w, mass_in, mass_out, s_sum)
+            : gather_window<true>(l, team, zmax, z_of, win, w, mass_in, mass_out, s_sum);
+  bool ok = true;
+  if (team.rank == 0) ok = cut_from_keys(zmax, row, top_k, top_p, n, mass_in, mass_out, cut, w, sh, s_sum);
+  if (team.size == 1) return ok;
+  if (threadIdx.x == 0) w.verdict = ok;
+  team.sync();
+  ok = *team.at(&w.verdict, 0) != 0;
+  team.sync();  // CTA 0's verdict has been read
+  return ok;
+}
+
 __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restrict__ logits, int64_t V,
                                                           const SamplingRow* __restrict__ rows, int* out_ids,
                                                           float* out_logprobs, const SliceStats* __restrict__ partial,
@@ -175,7 +190,9 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
   __shared__ float s_val[32];
   __shared__ int s_id[32];
   __shared__ double s_sum[32];
-  const int r = blockIdx.x;
+  // A cluster of CTAs per row when launched in clusters (launch_sample), else one block.
+  const Team team = cluster_team(V);
+  const int r = blockIdx.x / team.size;
   const float* l = logits + int64_t(r) * V;
   const SamplingRow row = rows[r];
   const RowStats st = combine_slices(l, partial + int64_t(r) * slices, slices, s_val, s_id, s_sum);
@@ -184,7 +201,10 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
   if (row.temperature > 0.f) {
     const float temp = row.temperature;
     const float zmax = st.max / temp;  // division is monotone: the largest z is the largest l's
-    auto z_of = [temp](float v) { return v / temp; };
+    // Temperature 1 (Gemma's generation_config default) skips the IEEE division, ~8 instructions
+    // per element and pass; v / 1 is v exactly, so the token is the same.
+    const bool unit = temp == 1.f;
+    auto z_of = [temp, unit](float v) { return unit ? v : v / temp; };
     const bool use_min_p = row.min_p > 0.f;
     const double min_z = use_min_p ? double(zmax) + log(double(row.min_p)) : 0.0;
     float best = -INFINITY;
@@ -199,11 +219,11 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
     int n = 0;
     uint64_t cut = 0;
     if ((top_k || top_p) && use_window && isfinite(zmax) &&
-        window_cut(l, V, zmax, z_of, row, top_k, top_p, win, n, cut, w, sh, s_id, s_val, s_sum)) {
-      for (int i = threadIdx.x; i < n; i += blockDim.x)
+        window_cut(l, team, zmax, z_of, row, top_k, top_p, win, n, cut, w, sh, s_id, s_val, s_sum)) {
+      for (int i = threadIdx.x; i < n; i += blockDim.x)  // n is 0 outside CTA 0
         if (w.keys[i] >= cut) draw(key_value(w.keys[i]), key_id(w.keys[i]));
-      for_each_inside(l, V, zmax, z_of, win, draw);
-    } else {
+      for_each_inside(l, team, zmax, z_of, win, draw);
+    } else if (team.rank == 0) {
       // The whole row: each select pass streams it.
       cut = 0;
       auto key_of = [&](int64_t i) { return order_key(z_of(l[i]), i); };
@@ -221,10 +241,22 @@ __global__ void __launch_bounds__(kThreads) sample_kernel(const float* __restric
         if (order_key(z, i) >= cut) draw(z, int(i));
       }
     }
-    const int id = block_argmax(best, best_i, s_val, s_id);
+    float g = -INFINITY;
+    int id = block_argmax(best, best_i, s_val, s_id, &g);
+    if (team.size > 1) {
+      // The team's best draw, CTA 0 reading the others' in rank order (ties: the lowest id).
+      if (threadIdx.x == 0) w.best_g = g, w.best_id = id;
+      team.sync();
+      for (int q = 1; q < team.size; ++q) {
+        const float og = *team.at(&w.best_g, q);
+        const int oid = *team.at(&w.best_id, q);
+        if (oid != INT_MAX && (id == INT_MAX || og > g || (og == g && oid < id))) g = og, id = oid;
+      }
+      team.sync();  // the draws have been read
+    }
     if (id != INT_MAX) chosen = id;
   }
-  if (threadIdx.x == 0) {
+  if (threadIdx.x == 0 && team.rank == 0) {
     out_ids[r] = chosen;
     out_logprobs[r] = float(double(l[chosen]) - st.lse);
   }
@@ -249,9 +281,10 @@ __global__ void __launch_bounds__(kThreads) top_logprobs_kernel(const float* __r
   // The top n from a window of candidates (sampling_window.cuh) when one fits, else the row.
   int n_cand = -1;
   if (use_window && isfinite(st.max)) {
-    const Window win = find_window(l, V, st.max, z_of, n, 1.f, w, s_id, s_val, s_sum);
+    const Team lone = lone_team(V);
+    const Window win = find_window(l, lone, st.max, z_of, n, 1.f, w, s_id, s_val, s_sum);
     double unused_in = 0.0, unused_out = 0.0;
-    if (win.ok) n_cand = gather_window<false>(l, V, st.max, z_of, win, w, unused_in, unused_out, s_sum);
+    if (win.ok) n_cand = gather_window<false>(l, lone, st.max, z_of, win, w, unused_in, unused_out, s_sum);
   }
   const uint64_t cut = n_cand >= 0 ? block_select<true>(n_cand, double(n) - 0.5, [&](int64_t i) { return w.keys[i]; },
                                                         one, sh)
@@ -294,6 +327,25 @@ bool window_enabled() {
   return on;
 }
 
+// CTAs per row of sample_kernel: a cluster of up to 8 when the rows leave SMs idle (sm_90; the
+// window's passes split over them, sampling_window.cuh), else 1. GS_SAMPLE_TEAM=N forces N (1, 2,
+// 4 or 8; A/B runs).
+int sample_team_size(int rows) {
+  // Read at every launch (a host-side getenv per step), so tests can cover every size in one run.
+  const char* e = std::getenv("GS_SAMPLE_TEAM");
+  const int n_env = e ? std::atoi(e) : 0;
+  const int forced = n_env == 1 || n_env == 2 || n_env == 4 || n_env == 8 ? n_env : 0;
+  int dev = 0, major = 0;
+  GS_CUDA_CHECK(cudaGetDevice(&dev));
+  GS_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
+  if (major < 9 || !window_enabled()) return 1;
+  if (forced) return forced;
+  const int per_row = sm_count() / std::max(rows, 1);
+  int n = 1;
+  while (n < 8 && 2 * n <= per_row) n *= 2;
+  return n;
+}
+
 void check_logits(const Tensor& logits, const char* op) {
   check_cuda_tensor(logits, op, "logits");
   check_dtype(logits, DType::F32, op, "logits");
@@ -325,8 +377,10 @@ void launch_sample(const Tensor& logits, const SamplingRow* d_rows, int num_rows
   auto* partial = static_cast<SliceStats*>(scratch);
   launch_pdl("slice_stats_kernel", slice_stats_kernel, dim3(slices, num_rows), kSliceThreads, 0, stream,
              logits.ptr<float>(), logits.cols(), slices, partial);
-  launch_pdl("sample_kernel", sample_kernel, num_rows, kThreads, 0, stream, logits.ptr<float>(), logits.cols(), d_rows,
-             out_ids.ptr<int>(), out_logprobs.ptr<float>(), partial, slices, window_enabled());
+  const int team = sample_team_size(num_rows);
+  launch_pdl("sample_kernel", sample_kernel, dim3(num_rows * team), kThreads, 0, stream, dim3(team),
+             logits.ptr<float>(), logits.cols(), d_rows, out_ids.ptr<int>(), out_logprobs.ptr<float>(), partial, slices,
+             window_enabled());
   GS_CUDA_LAUNCHED("sample");
 }
 

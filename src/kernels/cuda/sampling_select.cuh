@@ -144,7 +144,8 @@ __device__ uint64_t block_select(int64_t n, double target, KeyF key_of, WeightF 
 
 // Block-wide argmax of (value, id), ties to the lowest id. Every thread gets the result id
 // (INT_MAX when no thread had a candidate).
-__device__ int block_argmax(float v, int id, float* s_val, int* s_id) {
+// The block's largest v (ties: lowest id) as its id; *v_out: the value.
+__device__ int block_argmax(float v, int id, float* s_val, int* s_id, float* v_out = nullptr) {
   for (int o = 16; o > 0; o >>= 1) {
     float ov = __shfl_xor_sync(0xffffffffu, v, o);
     int oid = __shfl_xor_sync(0xffffffffu, id, o);
@@ -161,6 +162,7 @@ __device__ int block_argmax(float v, int id, float* s_val, int* s_id) {
     int oid = __shfl_xor_sync(0xffffffffu, id, o);
     if (ov > v || (ov == v && oid < id)) v = ov, id = oid;
   }
+  if (v_out) *v_out = v;
   return id;
 }
 

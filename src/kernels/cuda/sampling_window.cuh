@@ -24,8 +24,20 @@
 // summed, and the window is placed there. The caller checks that the exact cut lands inside the
 // window and otherwise falls back to the whole-row select: the window decides how fast a token is
 // drawn, never which.
+//
+// A row's passes may be shared by a team: the CTAs of a thread-block cluster (sm_90), each
+// streaming its own slice of the row. What a pass finds (bin counts and masses, mass sums,
+// gathered keys) is merged through distributed shared memory, every CTA reading the others' parts
+// in rank order, so each arrives at the same numbers and the same window; the exact selection and
+// the draw over the candidates then run in CTA 0. A block alone spends ~50 instructions per
+// element and pass (binning, exps, warp matches): top_p took 0.7 ms for a single row on an H100.
 #pragma once
 #include <cstdint>
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#include <cooperative_groups.h>
+#define GS_SAMPLING_TEAMS 1
+#endif
 
 #include "kernels/cuda/sampling_select.cuh"
 
@@ -42,18 +54,61 @@ struct WindowShared {
   uint64_t keys[kMaxCandidates];
   int n_keys;
   int first;  // first_bin_reaching's answer
+  double part[2];  // this CTA's share of a pass's sums, for the team to merge
+  int verdict;     // CTA 0's: whether the window holds the cut
+  float best_g;    // this CTA's draw: best Gumbel score and its id
+  int best_id;
 };
+
+// The CTAs that share a row (a cluster on sm_90; otherwise, or when launched without one, a lone
+// block) and this CTA's slice of the row, [begin, end): a multiple of 4 elements long, so the
+// float4 loads stay aligned.
+struct Team {
+  int rank = 0, size = 1;
+  int begin = 0, end = 0;  // rows are shorter than INT_MAX (check_logits)
+  // Barrier of the whole team (and of this block).
+  __device__ void sync() const {
+#ifdef GS_SAMPLING_TEAMS
+    if (size > 1) {
+      cooperative_groups::this_cluster().sync();
+      return;
+    }
+#endif
+    __syncthreads();
+  }
+  // p's counterpart in the shared memory of CTA r.
+  template <class T>
+  __device__ T* at(T* p, int r) const {
+#ifdef GS_SAMPLING_TEAMS
+    if (size > 1) return cooperative_groups::this_cluster().map_shared_rank(p, r);
+#endif
+    return p;
+  }
+};
+__device__ inline Team lone_team(int64_t V) { return Team{0, 1, 0, int(V)}; }
+// This CTA's place in its cluster (a lone block outside one).
+__device__ inline Team cluster_team(int64_t V) {
+  Team t = lone_team(V);
+#ifdef GS_SAMPLING_TEAMS
+  const cooperative_groups::cluster_group c = cooperative_groups::this_cluster();
+  t.size = int(c.num_blocks()), t.rank = int(c.block_rank());
+#endif
+  const int64_t len = ((V + t.size - 1) / t.size + 3) & ~int64_t(3);
+  t.begin = int(min(V, t.rank * len)), t.end = int(min(V, t.begin + len));
+  return t;
+}
 
 // Calls f(i, l[i]) for every element of the row. One block streams a whole row, so each thread
 // issues U float4 loads before using them (32 KB in flight per block): a plain strided loop keeps
 // 4 KB in flight and is bound by memory latency (~0.15 ms a pass over a 1 MB row).
+// Over the team's slice [t.begin, t.end) of the row.
 template <class F>
-__device__ __forceinline__ void for_each_logit(const float* l, int64_t V, F&& f) {
+__device__ __forceinline__ void for_each_logit(const float* l, const Team& t, F&& f) {
   constexpr int U = 2;  // 4 spills at the 64 registers of a 1024-thread block
-  const int64_t bd = blockDim.x;
-  if ((V & 3) == 0 && (reinterpret_cast<uintptr_t>(l) & 15) == 0) {
-    const float4* l4 = reinterpret_cast<const float4*>(l);
-    const int64_t n4 = V >> 2;
+  const int64_t bd = blockDim.x, b0 = t.begin, n = t.end - t.begin;
+  if ((n & 3) == 0 && (b0 & 3) == 0 && (reinterpret_cast<uintptr_t>(l) & 15) == 0) {
+    const float4* l4 = reinterpret_cast<const float4*>(l + b0);
+    const int64_t n4 = n >> 2;
     for (int64_t base = threadIdx.x; base < n4; base += bd * U) {
       float4 v[U];
 #pragma unroll
@@ -61,21 +116,42 @@ __device__ __forceinline__ void for_each_logit(const float* l, int64_t V, F&& f)
         if (base + u * bd < n4) v[u] = l4[base + u * bd];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
-        const int64_t j = base + u * bd;
-        if (j < n4) f(4 * j, v[u].x), f(4 * j + 1, v[u].y), f(4 * j + 2, v[u].z), f(4 * j + 3, v[u].w);
+        const int64_t j = b0 + 4 * (base + u * bd);
+        if (base + u * bd < n4) f(j, v[u].x), f(j + 1, v[u].y), f(j + 2, v[u].z), f(j + 3, v[u].w);
       }
     }
   } else {
-    for (int64_t base = threadIdx.x; base < V; base += bd * U) {
+    for (int64_t base = threadIdx.x; base < n; base += bd * U) {
       float v[U];
 #pragma unroll
       for (int u = 0; u < U; ++u)
-        if (base + u * bd < V) v[u] = l[base + u * bd];
+        if (base + u * bd < n) v[u] = l[b0 + base + u * bd];
 #pragma unroll
       for (int u = 0; u < U; ++u)
-        if (base + u * bd < V) f(base + u * bd, v[u]);
+        if (base + u * bd < n) f(b0 + base + u * bd, v[u]);
     }
   }
+}
+
+// After each CTA has its partial counts (kMass: and masses) in w and its sum in w.part[0]: every
+// CTA's w holds the team's, added in rank order (the same order everywhere, so the same f32 and
+// f64 results in every CTA).
+template <bool kMass>
+__device__ void merge_bins(const Team& t, WindowShared& w) {
+  t.sync();
+  int c = 0;
+  float m = 0.f;
+  double p = 0.0;
+  for (int r = 0; r < t.size; ++r) {
+    c += t.at(w.count, r)[threadIdx.x];
+    if constexpr (kMass) m += t.at(w.mass, r)[threadIdx.x];
+    p += t.at(w.part, r)[0];
+  }
+  t.sync();  // every CTA has read the others' parts
+  w.count[threadIdx.x] = c;
+  if constexpr (kMass) w.mass[threadIdx.x] = m;
+  if (threadIdx.x == 0) w.part[0] = p;
+  __syncthreads();
 }
 
 // floor(d) in [0, n); n for d >= n and NaN.
@@ -104,11 +180,12 @@ __device__ __forceinline__ int ord_of(float zmax, float z, const Zoom& zm) {
 // mass Σ exp(z - zmax) (thread sums: no atomics). Each bin's mass is bounded by its count: its
 // elements lie within 1/32 nat, so no per-element mass is binned.
 template <bool kMass, class ZOf>
-__device__ double count_bins(const float* l, int64_t V, float zmax, const ZOf& z_of, WindowShared& w, double* s_sum) {
+__device__ double count_bins(const float* l, const Team& team, float zmax, const ZOf& z_of, WindowShared& w,
+                             double* s_sum) {
   w.count[threadIdx.x] = 0;  // blockDim.x == kBins
   __syncthreads();
   float total = 0.f;
-  for_each_logit(l, V, [&](int64_t, float v) {
+  for_each_logit(l, team, [&](int64_t, float v) {
     const float z = z_of(v);
     if constexpr (kMass) total += expf(z - zmax);  // a NaN poisons it: no window, the caller falls back
     const int b = bin_index((zmax - z) * kBinsPerNat, kBins);
@@ -116,18 +193,19 @@ __device__ double count_bins(const float* l, int64_t V, float zmax, const ZOf& z
     if (b < kBins && int(threadIdx.x & 31) == __ffs(peers) - 1) atomicAdd(&w.count[b], __popc(peers));
   });
   const double t = kMass ? block_sum_f64(total, s_sum) : 0.0;
-  __syncthreads();
-  return t;
+  if (threadIdx.x == 0) w.part[0] = t;
+  merge_bins<false>(team, w);
+  return w.part[0];
 }
 
 // A zoom's level: counts and f32 masses of its sub-bins, and the mass of the elements before it.
 template <bool kMass, class ZOf>
-__device__ double zoom_bins(const float* l, int64_t V, float zmax, const ZOf& z_of, const Zoom& zm, WindowShared& w,
-                            double* s_sum) {
+__device__ double zoom_bins(const float* l, const Team& team, float zmax, const ZOf& z_of, const Zoom& zm,
+                            WindowShared& w, double* s_sum) {
   w.count[threadIdx.x] = 0, w.mass[threadIdx.x] = 0.f;
   __syncthreads();
   float before = 0.f;
-  for_each_logit(l, V, [&](int64_t, float v) {
+  for_each_logit(l, team, [&](int64_t, float v) {
     const float z = z_of(v);
     const int o = ord_of(zmax, z, zm) - zm.first;
     if (o < 0) {
@@ -138,8 +216,9 @@ __device__ double zoom_bins(const float* l, int64_t V, float zmax, const ZOf& z_
     }
   });
   const double b = kMass ? block_sum_f64(before, s_sum) : 0.0;
-  __syncthreads();
-  return b;
+  if (threadIdx.x == 0) w.part[0] = b;
+  merge_bins<kMass>(team, w);
+  return w.part[0];
 }
 
 // Counts and masses of bins 0..b, in place (thread t owns bin t). s_c, s_m: 32 each.
@@ -195,12 +274,12 @@ struct Window {
 // holds too many elements it is zoomed once into kBins sub-bins with their masses summed. ok
 // false: no window fits (huge groups of equal logits): the whole-row select.
 template <class ZOf>
-__device__ Window find_window(const float* l, int64_t V, float zmax, const ZOf& z_of, int need, float top_p,
+__device__ Window find_window(const float* l, const Team& team, float zmax, const ZOf& z_of, int need, float top_p,
                               WindowShared& w, int* s_id, float* s_val, double* s_sum) {
   const Window none{0, 0, Zoom{}, false};
   const bool by_mass = need <= 0;
   const double total =
-      by_mass ? count_bins<true>(l, V, zmax, z_of, w, s_sum) : count_bins<false>(l, V, zmax, z_of, w, s_sum);
+      by_mass ? count_bins<true>(l, team, zmax, z_of, w, s_sum) : count_bins<false>(l, team, zmax, z_of, w, s_sum);
   w.mass[threadIdx.x] = float(w.count[threadIdx.x]) * expf(-float(threadIdx.x) / kBinsPerNat);  // upper bound
   scan_bins(w, s_id, s_val);
   const double t = double(top_p) * total;
@@ -224,8 +303,8 @@ __device__ Window find_window(const float* l, int64_t V, float zmax, const ZOf& 
   const Zoom zm{lo, hi, float(kBins) / float(hi - lo + 1)};
   const int c_before = lo > 0 ? w.count[lo - 1] : 0;
   __syncthreads();  // every thread has read the level-1 bins
-  const double m_before = by_mass ? zoom_bins<true>(l, V, zmax, z_of, zm, w, s_sum)
-                                  : zoom_bins<false>(l, V, zmax, z_of, zm, w, s_sum);
+  const double m_before = by_mass ? zoom_bins<true>(l, team, zmax, z_of, zm, w, s_sum)
+                                  : zoom_bins<false>(l, team, zmax, z_of, zm, w, s_sum);
   scan_bins(w, s_id, s_val);
   if (by_mass) {
     hi = first_bin_reaching(w.mass, fmin(t * (1.0 + kMassMargin) - m_before, double(w.mass[kBins - 1])), w);
@@ -243,14 +322,15 @@ __device__ Window find_window(const float* l, int64_t V, float zmax, const ZOf& 
 
 // The keys of the window's elements into w.keys (order_key(z, i)); for top_p the exact mass of
 // the ords below it (mass_in) and the estimate of those past it (mass_out). Returns how many keys
-// (<= kMaxCandidates by the window's choice).
+// (<= kMaxCandidates by the window's choice). In a team, CTA 0 ends up with every CTA's keys and
+// sums; the others return 0 keys.
 template <bool kMass, class ZOf>
-__device__ int gather_window(const float* l, int64_t V, float zmax, const ZOf& z_of, const Window& win,
+__device__ int gather_window(const float* l, const Team& team, float zmax, const ZOf& z_of, const Window& win,
                              WindowShared& w, double& mass_in, double& mass_out, double* s_sum) {
   if (threadIdx.x == 0) w.n_keys = 0;
   __syncthreads();
   double in = 0.0, out = 0.0;
-  for_each_logit(l, V, [&](int64_t i, float v) {
+  for_each_logit(l, team, [&](int64_t i, float v) {
     const float z = z_of(v);
     const int o = ord_of(zmax, z, win.zoom);
     if (o < win.lo) {
@@ -263,19 +343,34 @@ __device__ int gather_window(const float* l, int64_t V, float zmax, const ZOf& z
     }
   });
   if constexpr (kMass) {
-    mass_in = block_sum_f64(in, s_sum);
-    mass_out = block_sum_f64(out, s_sum);
+    in = block_sum_f64(in, s_sum);
+    out = block_sum_f64(out, s_sum);
   }
-  __syncthreads();
-  return min(w.n_keys, kMaxCandidates);
+  if (threadIdx.x == 0) w.part[0] = in, w.part[1] = out;
+  team.sync();
+  int n = min(w.n_keys, kMaxCandidates);
+  if (team.rank == 0) {
+    // The others' keys after this CTA's own (their counts add up to the window's exact count).
+    for (int r = 1; r < team.size; ++r) {
+      const int nr = min(*team.at(&w.n_keys, r), kMaxCandidates - n);
+      const uint64_t* keys = team.at(w.keys, r);
+      for (int i = threadIdx.x; i < nr; i += blockDim.x) w.keys[n + i] = keys[i];
+      n += nr;
+    }
+    in = 0.0, out = 0.0;
+    for (int r = 0; r < team.size; ++r) in += team.at(w.part, r)[0], out += team.at(w.part, r)[1];
+  }
+  team.sync();  // the others' keys and sums have been read
+  mass_in = in, mass_out = out;
+  return team.rank == 0 ? n : 0;
 }
 
 // Calls visit(z, i) for every element of the ords below the window (kept whole).
 template <class ZOf, class Visit>
-__device__ void for_each_inside(const float* l, int64_t V, float zmax, const ZOf& z_of, const Window& win,
+__device__ void for_each_inside(const float* l, const Team& team, float zmax, const ZOf& z_of, const Window& win,
                                 Visit&& visit) {
   if (win.lo == 0) return;
-  for_each_logit(l, V, [&](int64_t i, float v) {
+  for_each_logit(l, team, [&](int64_t i, float v) {
     const float z = z_of(v);
     if (ord_of(zmax, z, win.zoom) < win.lo) visit(z, int(i));
   });
