@@ -179,6 +179,10 @@ std::vector<AttentionBenchResult> bench_attention(int reps, bool all_kernels) {
       {"prefill 8k hd512 causal (31B full)", 512, 32, 4, 0, 1, 8192, 8192},
       {"prefill 8k hd256 sliding W1024 (31B)", 256, 32, 16, 1024, 1, 8192, 8192},
       {"prefill 8k hd512 causal (E2B full)", 512, 8, 1, 0, 1, 8192, 8192},
+      // Not a Gemma-4 layer: the sliding heads without their window, so each CTA walks ~8x the
+      // key tiles. Against the W1024 row it shows what a CTA's fixed costs (start, Q load,
+      // epilogue) take of the windowed one.
+      {"prefill 8k hd256 causal (31B sliding heads, no window)", 256, 32, 16, 0, 1, 8192, 8192},
       {"decode b64 ctx4k hd512 (31B full)", 512, 32, 4, 0, 64, 1, 4096},
       {"decode b64 ctx4k hd512 (E2B full)", 512, 8, 1, 0, 64, 1, 4096},
       {"decode b64 ctx4k hd256 W1024 (31B sliding)", 256, 32, 16, 1024, 64, 1, 4096},
