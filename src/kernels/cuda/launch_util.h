@@ -58,17 +58,25 @@ void allow_smem(K kernel, size_t bytes) {
     GS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
 }
 
-// Multiprocessors of the current device, asked once per device (launch planning calls it per op).
-inline int sm_count() {
-  static std::atomic<int> counts[64] = {};
+// A device attribute of the current device, read once per device (launch paths ask per step).
+inline int device_attribute(cudaDeviceAttr attr, std::atomic<int> (&cache)[64]) {
   int dev = 0;
   GS_CUDA_CHECK(cudaGetDevice(&dev));
-  int n = counts[dev & 63].load(std::memory_order_relaxed);
+  int n = cache[dev & 63].load(std::memory_order_relaxed);
   if (n == 0) {
-    GS_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev));
-    counts[dev & 63].store(n, std::memory_order_relaxed);
+    GS_CUDA_CHECK(cudaDeviceGetAttribute(&n, attr, dev));
+    cache[dev & 63].store(n, std::memory_order_relaxed);
   }
   return n;
+}
+// Multiprocessors of the current device (launch planning calls it per op).
+inline int sm_count() {
+  static std::atomic<int> counts[64] = {};
+  return device_attribute(cudaDevAttrMultiProcessorCount, counts);
+}
+inline int compute_capability_major() {
+  static std::atomic<int> majors[64] = {};
+  return device_attribute(cudaDevAttrComputeCapabilityMajor, majors);
 }
 
 // Blocks for a grid-stride loop over n work items with `threads` per block: enough to fill the

@@ -335,10 +335,7 @@ int sample_team_size(int rows) {
   const char* e = std::getenv("GS_SAMPLE_TEAM");
   const int n_env = e ? std::atoi(e) : 0;
   const int forced = n_env == 1 || n_env == 2 || n_env == 4 || n_env == 8 ? n_env : 0;
-  int dev = 0, major = 0;
-  GS_CUDA_CHECK(cudaGetDevice(&dev));
-  GS_CUDA_CHECK(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev));
-  if (major < 9 || !window_enabled()) return 1;
+  if (compute_capability_major() < 9 || !window_enabled()) return 1;
   if (forced) return forced;
   const int per_row = sm_count() / std::max(rows, 1);
   int n = 1;
