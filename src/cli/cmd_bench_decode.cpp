@@ -4,9 +4,12 @@
 // What a step is here: B sequences, each with `context` cached tokens, decode one token each;
 // the sampled ids feed the next step. The K/V pools are filled with random values instead of being
 // prefilled (the decode kernels read the same bytes either way), so a 31B step at 4k context is
-// measurable in seconds. The figure includes the host's work per step exactly as the engine does
-// it: the model runner builds the step, replays the decode step's CUDA graph (unless
-// --enforce-eager), samples on the device and copies the sampled ids back before the next step.
+// measurable in seconds. The figure includes the host's work per step as the engine does it: the
+// model runner builds the step, replays the decode step's CUDA graph (unless --enforce-eager),
+// samples on the device and copies the sampled ids back. By default each step waits for the
+// previous one's ids; with --overlap the next step is launched first, its input ids copied from
+// the previous step's on the device, as the engine's scheduler runs decode (model_runner.h), so
+// the host's work between steps hides under the device's.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -37,6 +40,7 @@ struct BenchDecodeOptions {
   int warmup = 4;
   int page_size = 16;
   bool enforce_eager = false;
+  bool overlap = false;
   double hbm_tb_s = 4.29;  // engine-design.md: H200 copy bandwidth (read + write), PyTorch
   std::string json_out;
   // Each sequence's sampling (as in a request); the default, temperature 0, is greedy.
@@ -88,6 +92,7 @@ struct Result {
   int batch = 0;
   double ms_per_step = 0, floor_ms = 0, weight_gb = 0, kv_gb = 0;
   uint64_t graph_steps = 0, eager_steps = 0;  // of warm-up and timed steps
+  uint64_t tokens_fnv1a = 0;  // of every sampled id, sequence by sequence: equal runs sample equally
 };
 
 Result bench_one(Gemma4Model& model, Backend& be, int batch, const BenchDecodeOptions& o) {
@@ -120,8 +125,9 @@ Result bench_one(Gemma4Model& model, Backend& be, int batch, const BenchDecodeOp
   if (!o.enforce_eager) graphs = DecodeGraphOptions{batch, total};
   ModelRunner runner(model, cache, P, batch, batch, graphs);
 
-  auto step = [&](int cached) {
-    const int pos = cached;  // the new token's position
+  // Launches the step whose new token sits at position `pos`. With `feedback` that token is the
+  // one the step still in flight samples: a placeholder here, copied on the device by the runner.
+  auto launch_step = [&](int pos, bool feedback) {
     for (int s = 0; s < batch; ++s) {
       auto& full = tables[int(KvGroup::Full)][size_t(s)];
       auto& sliding = tables[int(KvGroup::Sliding)][size_t(s)];
@@ -136,30 +142,54 @@ Result bench_one(Gemma4Model& model, Backend& be, int batch, const BenchDecodeOp
         const int first_visible = std::max(0, pos - window + 1) / P;
         for (int i = 0; i < first_visible; ++i) sliding[size_t(i)] = -1;
       }
+      if (feedback) tokens[size_t(s)].push_back(0);
     }
     std::vector<RunnerSeq> seqs(static_cast<size_t>(batch));
     for (int s = 0; s < batch; ++s) {
       RunnerSeq& rs = seqs[size_t(s)];
       rs.tokens = &tokens[size_t(s)];
-      rs.start = cached;
+      rs.start = pos;
       rs.q_len = 1;
       rs.sample = true;
       rs.sampling.temperature = o.temperature, rs.sampling.top_p = o.top_p, rs.sampling.top_k = o.top_k;
-      rs.sampling.seed = uint64_t(s) + 1, rs.sampling.step = uint64_t(cached);
+      rs.sampling.seed = uint64_t(s) + 1, rs.sampling.step = uint64_t(pos);
       for (int g = 0; g < kNumKvGroups; ++g)
         if (pages[g] > 0) rs.page_table[g] = &tables[g][size_t(s)];
+      if (feedback) rs.feedback_row = s;  // every row samples, in sequence order
     }
-    // As the engine runs a step: launch, then wait for the sampled ids (one device round trip).
     runner.launch(seqs);
+  };
+  // Waits for the oldest step in flight and writes its sampled ids at position `pos`.
+  auto collect_into = [&](int pos) {
     std::vector<RunnerOutput> outs = runner.collect();
-    for (int s = 0; s < batch; ++s) tokens[size_t(s)].push_back(outs[size_t(s)].token);
+    for (int s = 0; s < batch; ++s) {
+      auto& t = tokens[size_t(s)];
+      if (int(t.size()) == pos) t.push_back(outs[size_t(s)].token);
+      else t[size_t(pos)] = outs[size_t(s)].token;
+    }
+  };
+  // n steps from position `cached`; returns the next position. Overlapped runs keep one step in
+  // flight and drain it at the end, so each phase starts and ends with an idle device.
+  auto run_steps = [&](int cached, int n) {
+    if (!o.overlap) {
+      for (int i = 0; i < n; ++i, ++cached) {
+        launch_step(cached, false);
+        collect_into(cached + 1);
+      }
+      return cached;
+    }
+    for (int i = 0; i < n; ++i, ++cached) {
+      launch_step(cached, i > 0);
+      if (i > 0) collect_into(cached);  // the previous step's ids, the token this step read
+    }
+    if (n > 0) collect_into(cached);
+    return cached;
   };
 
-  int cached = o.context;
-  for (int i = 0; i < o.warmup; ++i) step(cached++);
+  int cached = run_steps(o.context, o.warmup);
   be.synchronize();
   const auto t0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < o.steps; ++i) step(cached++);
+  run_steps(cached, o.steps);
   be.synchronize();
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
@@ -170,6 +200,10 @@ Result bench_one(Gemma4Model& model, Backend& be, int batch, const BenchDecodeOp
   r.weight_gb = bytes.weights / 1e9;
   r.kv_gb = bytes.kv / 1e9;
   r.floor_ms = (bytes.weights + bytes.kv) / (o.hbm_tb_s * 1e12) * 1e3;
+  r.tokens_fnv1a = 14695981039346656037ull;
+  for (const auto& t : tokens)
+    for (size_t i = size_t(o.context) + 1; i < t.size(); ++i)
+      r.tokens_fnv1a = (r.tokens_fnv1a ^ uint32_t(t[i])) * 1099511628211ull;
   const ModelRunner::Counters c = runner.counters();
   r.graph_steps = c.graph_steps;
   r.eager_steps = c.eager_steps;
@@ -212,8 +246,9 @@ int run(const BenchDecodeOptions& o) {
   std::vector<Result> results;
   for (int b : batches) results.push_back(bench_one(model, *be, b, o));
 
-  std::printf("\n%s, %s, context %d, %d steps after %d warm-up (HBM ceiling %.2f TB/s), %s\n", o.model.c_str(),
-              be->name().c_str(), o.context, o.steps, o.warmup, o.hbm_tb_s, sampling_label(o).c_str());
+  std::printf("\n%s, %s, context %d, %d steps after %d warm-up (HBM ceiling %.2f TB/s), %s%s\n", o.model.c_str(),
+              be->name().c_str(), o.context, o.steps, o.warmup, o.hbm_tb_s, sampling_label(o).c_str(),
+              o.overlap ? ", overlapped steps" : "");
   std::printf("| batch | ms/step | tokens/s | weights GB | KV GB | floor ms | step / floor | steps from graphs |\n");
   std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
   nlohmann::json j = nlohmann::json::array();
@@ -225,7 +260,8 @@ int run(const BenchDecodeOptions& o) {
                  {"ms_per_step", r.ms_per_step}, {"tokens_per_s", r.batch * 1e3 / r.ms_per_step},
                  {"weight_gb", r.weight_gb}, {"kv_gb", r.kv_gb}, {"floor_ms", r.floor_ms},
                  {"ratio_to_floor", r.ms_per_step / r.floor_ms}, {"graph_steps", r.graph_steps},
-                 {"eager_steps", r.eager_steps}, {"sampling", sampling_label(o)}});
+                 {"eager_steps", r.eager_steps}, {"sampling", sampling_label(o)},
+                 {"overlap", o.overlap}, {"tokens_fnv1a", r.tokens_fnv1a}});
   }
   if (!o.json_out.empty()) {
     std::ofstream f(o.json_out);
@@ -254,6 +290,9 @@ GS_REGISTER_COMMAND(bench_decode, "bench-decode",
                       app.add_option("--page-size", o->page_size, "KV page size in tokens")->capture_default_str();
                       app.add_flag("--enforce-eager", o->enforce_eager,
                                    "Launch every op from the host instead of replaying CUDA graphs");
+                      app.add_flag("--overlap", o->overlap,
+                                   "Launch each step before collecting the previous one's ids, as the engine "
+                                   "does (the input id is copied on the device)");
                       app.add_option("--hbm-tb-s", o->hbm_tb_s, "Bandwidth ceiling for the floor, TB/s")
                           ->capture_default_str();
                       app.add_option("--json", o->json_out, "Also write the results as JSON to this file");
