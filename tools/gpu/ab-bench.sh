@@ -6,6 +6,9 @@
 # by default (GS_AB_BENCH; empty skips it), restricted to the shapes whose name contains
 # GS_BENCH_ATTENTION_SHAPES, and where ab-build.sh built gemmaserve too, `bench-kernels --only
 # GS_AB_KERNELS` (e.g. sampling; unset skips it).
+# Also where gemmaserve was built: GS_AB_PARITY=1 runs tools/gpu/parity.py on each binary once
+# (before the tests), and GS_AB_DECODE="e2b 31b" times `bench-decode --batch 1` of those shapes in
+# each round (GS_AB_DECODE_FLAGS adds flags, e.g. --overlap; lines in decode.txt).
 #
 # usage: tools/gpu/ab-bench.sh LEAN_DIR AB_DIR RESULTS_DIR [ROUNDS]
 #   LEAN_DIR: a folder of collect-libs.sh (its gpu-libs); AB_DIR: the *.gz of ab-build.sh.
@@ -32,6 +35,16 @@ for f in "$ab"/*.gz; do
 done
 [[ ${#names[@]} -gt 0 ]] || { echo "ab-bench: no binaries in $ab" >&2; exit 1; }
 
+src=$(cd "$(dirname "$0")/../.." && pwd)
+if [[ ${GS_AB_PARITY:-0} == 1 ]]; then
+  for name in "${names[@]}"; do
+    [[ -x /tmp/gs-ab-$name.gemmaserve ]] || continue
+    timeout "${GS_AB_T_PARITY:-100}" python3 "$src/tools/gpu/parity.py" "/tmp/gs-ab-$name.gemmaserve" \
+      "$src/fixtures/golden" --backend cuda > "$results/parity-$name.txt" 2>&1
+    rc=$?
+    echo "$name parity: rc=$rc, $(grep -c -E ' (FAIL|ERROR) ' "$results/parity-$name.txt") failing cases"
+  done
+fi
 if [[ -n ${GS_AB_TESTS-Attention*} ]]; then
   for name in "${names[@]}"; do
     timeout "${GS_AB_T_TESTS:-400}" "/tmp/gs-ab-$name" --gtest_color=no --gtest_filter="${GS_AB_TESTS-Attention*}" \
@@ -47,6 +60,15 @@ for ((r = 1; r <= rounds; ++r)); do
       timeout "${GS_AB_T_BENCH:-200}" "/tmp/gs-ab-$name" --gtest_also_run_disabled_tests \
         --gtest_filter="${GS_AB_BENCH-AttentionBench.*}" 2>&1 | grep -vE '^(\[|Running main|Note: )' |
         sed "s/^/$name $r /" | tee -a "$results/bench.txt"
+    fi
+    if [[ -x /tmp/gs-ab-$name.gemmaserve ]]; then
+      for m in ${GS_AB_DECODE:-}; do
+        # shellcheck disable=SC2086  # GS_AB_DECODE_FLAGS is a list of flags
+        line=$(timeout "${GS_AB_T_DECODE:-120}" "/tmp/gs-ab-$name.gemmaserve" bench-decode --model "$m" \
+          --load-format dummy --backend cuda --batch 1 --context 1024 --steps 48 ${GS_AB_DECODE_FLAGS:-} 2>&1 |
+          grep -E '^\| 1 \|')
+        echo "$name $r decode $m ${GS_AB_DECODE_FLAGS:-} $line" | tee -a "$results/decode.txt"
+      done
     fi
     if [[ -n ${GS_AB_KERNELS:-} && -x /tmp/gs-ab-$name.gemmaserve ]]; then
       timeout "${GS_AB_T_BENCH:-200}" "/tmp/gs-ab-$name.gemmaserve" bench-kernels --only "$GS_AB_KERNELS" 2>&1 |
