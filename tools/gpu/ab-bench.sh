@@ -7,7 +7,7 @@
 # GS_BENCH_ATTENTION_SHAPES, and where ab-build.sh built gemmaserve too, `bench-kernels --only
 # GS_AB_KERNELS` (e.g. sampling; unset skips it).
 # Also where gemmaserve was built: GS_AB_PARITY=1 runs tools/gpu/parity.py on each binary once
-# (before the tests), and GS_AB_DECODE="e2b 31b" times `bench-decode --batch 1` of those shapes in
+# (before the tests; GS_AB_PARITY_NAMES="a b" limits it to those binaries), and GS_AB_DECODE="e2b 31b" times `bench-decode --batch 1` of those shapes in
 # each round (GS_AB_DECODE_FLAGS adds flags, e.g. --overlap; lines in decode.txt).
 #
 # usage: tools/gpu/ab-bench.sh LEAN_DIR AB_DIR RESULTS_DIR [ROUNDS]
@@ -39,6 +39,7 @@ src=$(cd "$(dirname "$0")/../.." && pwd)
 if [[ ${GS_AB_PARITY:-0} == 1 ]]; then
   for name in "${names[@]}"; do
     [[ -x /tmp/gs-ab-$name.gemmaserve ]] || continue
+    [[ -z ${GS_AB_PARITY_NAMES:-} || " $GS_AB_PARITY_NAMES " == *" $name "* ]] || continue
     timeout "${GS_AB_T_PARITY:-100}" python3 "$src/tools/gpu/parity.py" "/tmp/gs-ab-$name.gemmaserve" \
       "$src/fixtures/golden" --backend cuda > "$results/parity-$name.txt" 2>&1
     rc=$?
