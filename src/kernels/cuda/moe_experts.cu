@@ -193,8 +193,8 @@ void launch_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weight
 
   dispatch_float(out.dtype, op, "out", [&](auto tag) {
     using T_ = typename decltype(tag)::type;
-    launch_pdl("moe_combine_kernel", moe_combine_kernel<bf16, T_>, unsigned(T), 256, 0, stream, s.y, s.pos_of,
-               ids.ptr<int>(), weights.ptr<float>(), int(k), H, out.ptr<T_>());
+    launch_pdl("moe_combine_kernel", moe_combine_kernel<bf16, T_>, moe_combine_grid(T, H), kMoeCombineThreads, 0,
+               stream, s.y, s.pos_of, ids.ptr<int>(), weights.ptr<float>(), int(k), H, out.ptr<T_>());
   });
   GS_CUDA_LAUNCHED("moe combine");
 }

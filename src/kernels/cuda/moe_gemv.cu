@@ -283,8 +283,8 @@ void launch_moe_gemv(const MoeGemvArgs& a, OutT* out, void* scratch, cudaStream_
              kWarps * 32, down_smem, stream, a, s, rows_smem);
   GS_CUDA_LAUNCHED("moe gemv down");
 
-  launch_pdl("moe_combine_kernel", moe_combine_kernel<float, OutT>, unsigned(a.T), 256, 0, stream, s.y, s.pos_of, a.ids,
-             a.weights, a.k, a.H, out);
+  launch_pdl("moe_combine_kernel", moe_combine_kernel<float, OutT>, moe_combine_grid(a.T, a.H), kMoeCombineThreads, 0,
+             stream, s.y, s.pos_of, a.ids, a.weights, a.k, a.H, out);
   GS_CUDA_LAUNCHED("moe gemv combine");
 }
 
