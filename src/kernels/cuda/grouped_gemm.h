@@ -14,6 +14,7 @@
 namespace gs::cuda {
 
 constexpr int kGroupedTileM = 64;
+constexpr int kGroupedSkinnyTileM = 16;  // rows per tile of launch_grouped_gemm_skinny
 
 struct GroupedGemmArgs {
   const void* a;            // bf16 rows of K
@@ -28,7 +29,12 @@ struct GroupedGemmArgs {
   int n, k;
 };
 
-// Requires k % 8 == 0 and 16-byte aligned a, b (checked by the caller).
+// Requires k % 8 == 0 and 16-byte aligned a, b (checked by the caller). Tiles of kGroupedTileM rows.
 void launch_grouped_gemm(const GroupedGemmArgs& args, cudaStream_t stream);
+// The same product for a few rows per expert (decode): tiles of kGroupedSkinnyTileM rows, the
+// weights streamed through a cp.async pipeline into mma.sync (grouped_gemm_skinny.cu). Also
+// requires n % 8 == 0. With gelu_mul, B is an MoE gate_up ([gate; up], n = 2I) and C is
+// [rows, I] = bf16(gelu_tanh(g) · u), computed from the f32 products.
+void launch_grouped_gemm_skinny(const GroupedGemmArgs& args, bool gelu_mul, cudaStream_t stream);
 
 }  // namespace gs::cuda

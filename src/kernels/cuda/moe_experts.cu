@@ -1,10 +1,13 @@
-// MoE experts: checks the operands and picks a path. Few routed rows (decode) go to the GEMV path
-// (moe_gemv.cu), bound by streaming the active experts' weights. Otherwise (prefill): count tokens
-// per expert, lay out a permutation grouped by expert with a row-tile map, run gate_up and down as
-// grouped tensor-core GEMMs over it, and combine the weighted expert outputs per token. The
-// combine is a gather (each token sums its own k rows in f32), so no atomics touch bf16 data and
-// the result does not depend on the order the permutation was filled in.
+// MoE experts: checks the operands and picks a path (moe.h). Up to four tokens' routed rows
+// (decode at batch 1-4) go to the GEMV path (moe_gemv.cu), bound by streaming the active experts'
+// weights. Otherwise: count tokens per expert, lay out a permutation grouped by expert with a
+// row-tile map, run gate_up and down as grouped tensor-core GEMMs over it (16-row tiles,
+// grouped_gemm_skinny.cu; 64-row tiles, grouped_gemm.cu, when forced), and combine the weighted
+// expert outputs per token. The combine is a gather (each token sums its own k rows in f32), so no
+// atomics touch bf16 data and the result does not depend on the order the permutation was filled
+// in.
 #include <cstdlib>
+#include <string>
 
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/elementwise.h"
@@ -24,11 +27,14 @@ struct MoeScratch {
   int max_tiles;
 };
 
-MoeScratch carve(void* base, int64_t T, int64_t k, int64_t E, int64_t H, int64_t I, size_t* used) {
+// The tile map is sized for the smaller tiles (kGroupedSkinnyTileM), so one carve serves both
+// grouped kernels.
+// with_h: room for the [T·k, 2I] gate_up output, which only the 64-row path writes.
+MoeScratch carve(void* base, int64_t T, int64_t k, int64_t E, int64_t H, int64_t I, bool with_h, size_t* used) {
   ScratchCarver c(base);
   MoeScratch s{};
   const int64_t TK = T * k;
-  s.max_tiles = int((TK + kGroupedTileM - 1) / kGroupedTileM + E);
+  s.max_tiles = int((TK + kGroupedSkinnyTileM - 1) / kGroupedSkinnyTileM + E);
   s.counts = c.take<int>(size_t(E));
   s.cursor = c.take<int>(size_t(E));
   s.group_end = c.take<int>(size_t(E));
@@ -36,7 +42,7 @@ MoeScratch carve(void* base, int64_t T, int64_t k, int64_t E, int64_t H, int64_t
   s.tile_row0 = c.take<int>(size_t(s.max_tiles));
   s.perm = c.take<int>(size_t(TK));
   s.pos_of = c.take<int>(size_t(TK));
-  s.h = c.take<bf16>(size_t(TK * 2 * I));
+  s.h = with_h ? c.take<bf16>(size_t(TK * 2 * I)) : nullptr;
   s.act = c.take<bf16>(size_t(TK * I));
   s.y = c.take<bf16>(size_t(TK * H));
   if (used) *used = c.used();
@@ -53,8 +59,8 @@ __global__ void count_kernel(const int* __restrict__ ids, int64_t n, int E, int*
 
 // One block: offsets by a scan over experts (E is small), then each expert writes its row tiles;
 // the rest of the tile map is marked unused.
-__global__ void plan_kernel(const int* __restrict__ counts, int E, int* group_end, int* cursor, int* tile_expert,
-                            int* tile_row0, int max_tiles) {
+__global__ void plan_kernel(const int* __restrict__ counts, int E, int tile_m, int* group_end, int* cursor,
+                            int* tile_expert, int* tile_row0, int max_tiles) {
   pdl_enter();
   extern __shared__ int sh[];  // [E] row offsets, [E] tile offsets, then the tile total
   int* row_off = sh;
@@ -65,7 +71,7 @@ __global__ void plan_kernel(const int* __restrict__ counts, int E, int* group_en
       row_off[e] = rows;
       tile_off[e] = tiles;
       rows += counts[e];
-      tiles += (counts[e] + kGroupedTileM - 1) / kGroupedTileM;
+      tiles += (counts[e] + tile_m - 1) / tile_m;
     }
     sh[2 * E] = tiles;
   }
@@ -73,10 +79,10 @@ __global__ void plan_kernel(const int* __restrict__ counts, int E, int* group_en
   for (int e = threadIdx.x; e < E; e += blockDim.x) {
     group_end[e] = row_off[e] + counts[e];
     cursor[e] = row_off[e];
-    int nt = (counts[e] + kGroupedTileM - 1) / kGroupedTileM;
+    int nt = (counts[e] + tile_m - 1) / tile_m;
     for (int j = 0; j < nt; ++j) {
       tile_expert[tile_off[e] + j] = e;
-      tile_row0[tile_off[e] + j] = row_off[e] + j * kGroupedTileM;
+      tile_row0[tile_off[e] + j] = row_off[e] + j * tile_m;
     }
   }
   for (int t = sh[2 * E] + threadIdx.x; t < max_tiles; t += blockDim.x) tile_expert[t] = -1;
@@ -105,8 +111,6 @@ Tensor device_view(void* p, DType dt, Shape s) {
   return t;
 }
 
-// The GEMV path holds up to kRows (8) routed rows of x (bf16) and of the activation (f32) in
-// shared memory; shapes too wide for that take the grouped path at any T.
 // The routed-row limit of the GEMV path: kMoeGemvMaxRows unless GS_MOE_GEMV_MAX_ROWS says otherwise
 // (A/B runs); read once per process.
 int64_t gemv_max_rows() {
@@ -117,17 +121,37 @@ int64_t gemv_max_rows() {
   return v;
 }
 
-bool use_gemv(int64_t T, int64_t k, int64_t H, int64_t I) {
+// The GEMV path holds up to kRows (8) routed rows of x (bf16) and of the activation (f32) in
+// shared memory; shapes too wide for that take a grouped path at any T.
+bool gemv_fits(int64_t T, int64_t k, int64_t H, int64_t I) {
   const int64_t rows = std::min<int64_t>(8, T * k);
-  return T * k <= gemv_max_rows() && rows * H * 2 <= 160 * 1024 && rows * I * 4 <= 160 * 1024;
+  return rows * H * 2 <= 160 * 1024 && rows * I * 4 <= 160 * 1024;
+}
+
+// Which kernels multiply (moe.h, kMoeGemvMaxRows and moe_force_path).
+enum class Path { Auto, Gemv, Skinny, Grouped };
+Path path_named(const char* name) {
+  const std::string n = name ? name : "";
+  return n == "gemv" ? Path::Gemv : n == "skinny" ? Path::Skinny : n == "grouped" ? Path::Grouped : Path::Auto;
+}
+Path g_forced = path_named(std::getenv("GS_MOE_PATH"));
+
+Path pick_path(int64_t T, int64_t k, int64_t H, int64_t I) {
+  const bool fits = gemv_fits(T, k, H, I);
+  if (g_forced == Path::Gemv && fits) return Path::Gemv;
+  if (g_forced == Path::Skinny || g_forced == Path::Grouped) return g_forced;
+  return T * k <= gemv_max_rows() && fits ? Path::Gemv : Path::Skinny;
 }
 
 }  // namespace
 
+void moe_force_path(const char* path) { g_forced = path_named(path); }
+
 size_t moe_experts_scratch_bytes(int64_t T, int64_t k, int64_t E, int64_t H, int64_t I) {
-  if (use_gemv(T, k, H, I)) return moe_gemv_scratch_bytes(T, k, E, H, I);
+  const Path path = pick_path(T, k, H, I);
+  if (path == Path::Gemv) return moe_gemv_scratch_bytes(T, k, E, H, I);
   size_t used = 0;
-  carve(nullptr, T, k, E, H, I, &used);
+  carve(nullptr, T, k, E, H, I, path == Path::Grouped, &used);
   return used;
 }
 
@@ -156,7 +180,8 @@ void launch_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weight
   if (T == 0) return;
   size_t need = moe_experts_scratch_bytes(T, k, E, H, I);
   require(scratch && scratch_bytes >= need, op, ": scratch of ", scratch_bytes, " bytes, needs ", need);
-  if (use_gemv(T, k, H, I)) {
+  const Path path = pick_path(T, k, H, I);
+  if (path == Path::Gemv) {
     const MoeGemvArgs a{x.ptr<bf16>(), ids.ptr<int>(), weights.ptr<float>(), gate_up.ptr<bf16>(), down.ptr<bf16>(),
                         int(T), int(k), int(E), int(H), int(I)};
     dispatch_float(out.dtype, op, "out", [&](auto tag) {
@@ -165,14 +190,15 @@ void launch_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weight
     });
     return;
   }
-  MoeScratch s = carve(scratch, T, k, E, H, I, nullptr);
+  MoeScratch s = carve(scratch, T, k, E, H, I, path == Path::Grouped, nullptr);
   const int64_t TK = T * k;
 
   GS_CUDA_CHECK(cudaMemsetAsync(s.counts, 0, size_t(E) * sizeof(int), stream));
   launch_pdl("count_kernel", count_kernel, grid_for(TK, 256), 256, 0, stream, ids.ptr<int>(), TK, int(E), s.counts);
   GS_CUDA_LAUNCHED("moe count");
-  launch_pdl("plan_kernel", plan_kernel, 1, 256, size_t(2 * E + 1) * sizeof(int), stream, s.counts, int(E), s.group_end,
-             s.cursor, s.tile_expert, s.tile_row0, s.max_tiles);
+  const int tile_m = path == Path::Skinny ? kGroupedSkinnyTileM : kGroupedTileM;
+  launch_pdl("plan_kernel", plan_kernel, 1, 256, size_t(2 * E + 1) * sizeof(int), stream, s.counts, int(E), tile_m,
+             s.group_end, s.cursor, s.tile_expert, s.tile_row0, s.max_tiles);
   GS_CUDA_LAUNCHED("moe plan");
   launch_pdl("scatter_kernel", scatter_kernel, grid_for(TK, 256), 256, 0, stream, ids.ptr<int>(), TK, int(E), s.cursor,
              s.perm, s.pos_of);
@@ -183,13 +209,23 @@ void launch_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weight
   // [g|u] = x[token] · gate_up[e]ᵀ, rows gathered through the permutation.
   g.a = x.data, g.gather = s.perm, g.gather_div = int(k), g.b = gate_up.data, g.c = s.h;
   g.n = int(2 * I), g.k = int(H);
-  launch_grouped_gemm(g, stream);
-  launch_gelu_tanh_mul(device_view(s.h, DType::BF16, Shape{TK, 2 * I}), device_view(s.act, DType::BF16, Shape{TK, I}),
-                       stream);
+  if (path == Path::Skinny) {
+    // act = bf16(gelu_tanh(g) · u) in the GEMM's epilogue, from f32 g and u (the GEMV path's
+    // rounding points).
+    g.c = s.act;
+    launch_grouped_gemm_skinny(g, true, stream);
+  } else {
+    launch_grouped_gemm(g, stream);
+    launch_gelu_tanh_mul(device_view(s.h, DType::BF16, Shape{TK, 2 * I}),
+                         device_view(s.act, DType::BF16, Shape{TK, I}), stream);
+  }
   // y = act · down[e]ᵀ
   g.a = s.act, g.gather = nullptr, g.gather_div = 1, g.b = down.data, g.c = s.y;
   g.n = int(H), g.k = int(I);
-  launch_grouped_gemm(g, stream);
+  if (path == Path::Skinny)
+    launch_grouped_gemm_skinny(g, false, stream);
+  else
+    launch_grouped_gemm(g, stream);
 
   dispatch_float(out.dtype, op, "out", [&](auto tag) {
     using T_ = typename decltype(tag)::type;

@@ -6,11 +6,15 @@
 //            grouping the routed rows (t, j) by expert
 //   gate_up  grid (column block, active expert): a warp computes column j of g and of u for all
 //            of the expert's rows (from shared memory, kRows at a time) and stores
-//            act = gelu_tanh(g) · u in f32, so the [T·k, 2I] intermediate never exists
+//            act = gelu_tanh(g) · u, so the [T·k, 2I] intermediate never exists
 //   down     grid (column block, active expert): a warp computes kDownCols output columns of
 //            y = act · downᵀ for the expert's rows, each column's full dot product in one warp
 //            (no split-K, so nothing needs ordering)
 //   combine  per token, Σ w · y in ascending expert order (moe_combine.cuh)
+// act and y are held in f32 but rounded to bf16, where the grouped GEMM (the path from five tokens
+// on) rounds them: g and u stay f32 in both, so a token's experts compute the same function on
+// either path up to summation order (the golden parity's decode mode runs this path, its prefill
+// mode the other).
 // Grids cover every expert slot that could be active (min(E, T·k)); slots past the count the plan
 // found return at once, so nothing waits for the host and the step can be a CUDA graph.
 #include <algorithm>
@@ -180,7 +184,7 @@ __global__ void __launch_bounds__(kWarps * 32) gate_up_kernel(MoeGemvArgs a, Scr
     for (int r = 0; r < kRows; ++r) {
       if (r >= nr) break;
       const float g = warp_sum(ag[r]), u = warp_sum(au[r]);
-      if (lane == 0) s.act[int64_t(rb + g0 + r) * a.I + j] = gelu_tanh(g) * u;
+      if (lane == 0) s.act[int64_t(rb + g0 + r) * a.I + j] = rnd<bf16>(gelu_tanh(g) * u);
     }
   }
 }
@@ -241,7 +245,7 @@ __global__ void __launch_bounds__(kWarps * 32) down_kernel(MoeGemvArgs a, Scratc
       if (r >= nr) break;
       float out[kDownCols];
 #pragma unroll
-      for (int d = 0; d < kDownCols; ++d) out[d] = warp_sum(acc[r][d]);
+      for (int d = 0; d < kDownCols; ++d) out[d] = rnd<bf16>(warp_sum(acc[r][d]));
       if (lane == 0) {
         static_assert(kDownCols == 4, "one float4 store per row");
         *reinterpret_cast<float4*>(s.y + int64_t(rb + g0 + r) * a.H + n0) = make_float4(out[0], out[1], out[2], out[3]);
