@@ -1,6 +1,6 @@
 // cuda vs cpu MoE: the router (same experts chosen, same weights) at decode and prefill token
-// counts, and the expert FFNs on each of the three cuda paths (moe.h: the GEMV, the grouped GEMM
-// in 16-row tiles, the grouped GEMM in 64-row tiles), forced one after the other, over ragged
+// counts, and the expert FFNs on each of the cuda paths (moe.h: the GEMV, the grouped GEMM in 16-
+// and in 64-row tiles), forced one after the other, over ragged
 // expert loads: an empty expert, an expert every token chooses (more rows than one GEMV pass or
 // one GEMM tile), column counts that do not fill the last block, K slices cut short.
 #include <gtest/gtest.h>
@@ -106,22 +106,25 @@ TEST_F(Moe, GemvPathRepeatedExpert) {
   check_experts_with({3, 3, 3, 1, 3, 0, 2, 3}, 2, 4, 8, 64, 48, 1e-2);
 }
 
-// The grouped GEMM in 16-row tiles (the default from five tokens): expert 0 has T rows, up to five
+// The grouped GEMM on mma.sync in 16-row tiles (the default from five tokens) and in 64-row tiles
+// (the default from kMoeMma16MaxRowsPerExpert rows per expert): expert 0 has T rows, several
 // tiles with the last partial. H = 136 and I = 40 leave K slices and weight-row blocks partly
 // empty; the 26B-A4B shape has K a multiple of the 64-wide slices and N of the 64-row blocks.
-TEST_F(Moe, SkinnyGroupedPathOverRaggedLoads) {
-  force("skinny");
-  for (int64_t T : {1, 2, 8, 65}) check_experts(T, 8, 32, 256, 64, 1e-2);
-  check_experts(80, 8, 32, 136, 40, 1e-2);
-  check_experts(130, 8, 16, 64, 48, 1e-2);
-  check_experts(72, 8, 24, 2816, 704, 1e-2);
-  check_experts_with({3, 3, 3, 1, 3, 0, 2, 3}, 2, 4, 8, 64, 48, 1e-2);
+TEST_F(Moe, MmaGroupedPathsOverRaggedLoads) {
+  for (const char* p : {"mma16", "mma64"}) {
+    force(p);
+    for (int64_t T : {1, 2, 8, 65}) check_experts(T, 8, 32, 256, 64, 1e-2);
+    check_experts(80, 8, 32, 136, 40, 1e-2);
+    check_experts(130, 8, 16, 64, 48, 1e-2);
+    check_experts(72, 8, 24, 2816, 704, 1e-2);
+    check_experts_with({3, 3, 3, 1, 3, 0, 2, 3}, 2, 4, 8, 64, 48, 1e-2);
+  }
 }
 
-// The two default paths round at the same points (g, u f32; activation and expert outputs bf16),
-// so the same tokens give the same outputs on both up to summation order: what the golden
-// parity's decode mode (GEMV path, one token a step) needs to match its prefill mode (grouped).
-TEST_F(Moe, GemvAndSkinnyPathsAgree) {
+// The default paths round at the same points (g, u f32; activation and expert outputs bf16), so
+// the same tokens give the same outputs on each up to summation order: what the golden parity's
+// decode mode (GEMV path, one token a step) needs to match its prefill mode (grouped).
+TEST_F(Moe, GemvAndMmaPathsAgree) {
   const int64_t T = 8, E = 16, H = 256, I = 64;
   const int k = 8;
   auto ids = ragged_ids(T, k, int(E), 5);
@@ -129,22 +132,16 @@ TEST_F(Moe, GemvAndSkinnyPathsAgree) {
   const float a = 1.5f / std::sqrt(float(H)), b = 1.5f / std::sqrt(float(I));
   auto [guc, gug] = weight(random_bf16(E * 2 * I * H, -a, a), Shape{E, 2 * I, H});
   auto [dc, dg] = weight(random_bf16(E * H * I, -b, b), Shape{E, H, I});
-  std::vector<float> outs[2];
-  for (int p = 0; p < 2; ++p) {
-    force(p == 0 ? "gemv" : "skinny");
+  std::vector<float> outs[3];
+  const char* paths[3] = {"gemv", "mma16", "mma64"};
+  for (int p = 0; p < 3; ++p) {
+    force(paths[p]);
     Tensor og = gpu_poisoned(DType::BF16, {T, H});
     gpu->moe_experts(gpu_act(x, {T, H}), gpu_ints(ids, {T, k}), gpu_tensor(w, DType::F32, {T, k}), gug, dg, og);
     outs[p] = download(*gpu, og);
   }
-  EXPECT_LE(rel_error(outs[1], outs[0]), 4e-3) << "seed " << seed;
-}
-
-// The grouped GEMM in 64-row tiles (forced; expert 0 has 130 rows: more than two tiles).
-TEST_F(Moe, GroupedPathOverRaggedLoads) {
-  force("grouped");
-  check_experts(65, 8, 32, 256, 64, 2e-2);
-  check_experts(130, 8, 16, 64, 48, 2e-2);
-  check_experts(130, 8, 16, 136, 40, 2e-2);
+  EXPECT_LE(rel_error(outs[1], outs[0]), 4e-3) << "mma16 against gemv, seed " << seed;
+  EXPECT_LE(rel_error(outs[2], outs[0]), 4e-3) << "mma64 against gemv, seed " << seed;
 }
 
 // The scratch sized for a prefill call is reused by a following decode call (the path changes).

@@ -22,17 +22,20 @@ void launch_moe_route(const Tensor& r, const Tensor& router_scale, const Tensor&
 
 // Up to this many routed rows (T·k: up to four tokens' experts) the experts run as FMA GEMVs over
 // each active expert's weights (moe_gemv.cu); above it as a grouped tensor-core GEMM in 16-row
-// tiles (grouped_gemm_skinny.cu). GS_MOE_GEMV_MAX_ROWS overrides it (A/B runs). Measured on an
+// tiles (grouped_gemm_mma.cu). GS_MOE_GEMV_MAX_ROWS overrides it (A/B runs). Measured on an
 // H200 with 26B-A4B's shapes (2026-11-26, docs/perf/kernels.md and decode.md): `bench-kernels
-// --only moe` gives the GEMV path 42 us at 1 token against 56; from 8 tokens the skinny GEMM wins
+// --only moe` gives the GEMV path 42 us at 1 token against 56; from 8 tokens the 16-row GEMM wins
 // (8: 173 against 185 us; 64: 389 against 629; 128: 398 against 781 for the 64-row grouped GEMM;
 // 4096: 3.21 against 3.47 ms). Whole decode steps: batch 2 4.90 ms either way, batch 4 6.35 on
 // the GEMV path against 6.41, batch 8 8.93 against 8.61.
 constexpr int64_t kMoeGemvMaxRows = 32;
+// Above it, up to this many routed rows per expert on average the grouped GEMM runs in 16-row
+// tiles; beyond (prefill) in 64-row tiles.
+constexpr int64_t kMoeMma16MaxRowsPerExpert = 32;
 
-// Forces the experts' path: "gemv", "skinny", "grouped" (the 64-row WMMA grouped GEMM, kept as
-// the reference for a prefill kernel) or "" (by kMoeGemvMaxRows). GS_MOE_PATH sets it at start;
-// tests and A/B runs call this. "gemv" applies only where its shared memory fits.
+// Forces the experts' path: "gemv", "mma16", "mma64" (grouped_gemm_mma.cu in 16- or 64-row tiles)
+// or "" (by the limits above). GS_MOE_PATH sets it at start; tests and A/B runs call this. "gemv"
+// applies only where its shared memory fits.
 void moe_force_path(const char* path);
 
 // Scratch bytes moe_experts needs for T tokens, top-k, E experts, hidden H, expert width I.
@@ -41,8 +44,8 @@ size_t moe_experts_scratch_bytes(int64_t T, int64_t k, int64_t E, int64_t H, int
 // out[t] = Σ_j weights[t,j] · down[e](gelu_tanh(g) ⊙ u), [g|u] = x[t]·gate_up[e]ᵀ, e = ids[t,j],
 // summed in f32 in ascending expert order and rounded once. g and u stay f32; the activation and
 // each expert's output are rounded to bf16 (the tensor cores' operand and output), on the GEMV path
-// and the 16-row grouped GEMM alike. (The forced 64-row path also rounds g and u.) Expert ids
-// outside [0, E) contribute nothing (validated upstream; see embedding.h on device-side errors).
+// and the grouped GEMMs alike. Expert ids outside [0, E) contribute nothing (validated upstream;
+// see embedding.h on device-side errors).
 void launch_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
                         const Tensor& down, const Tensor& out, void* scratch, size_t scratch_bytes,
                         cudaStream_t stream);

@@ -1,16 +1,15 @@
 // MoE experts: checks the operands and picks a path (moe.h). Up to four tokens' routed rows
 // (decode at batch 1-4) go to the GEMV path (moe_gemv.cu), bound by streaming the active experts'
 // weights. Otherwise: count tokens per expert, lay out a permutation grouped by expert with a
-// row-tile map, run gate_up and down as grouped tensor-core GEMMs over it (16-row tiles,
-// grouped_gemm_skinny.cu; 64-row tiles, grouped_gemm.cu, when forced), and combine the weighted
-// expert outputs per token. The combine is a gather (each token sums its own k rows in f32), so no
+// row-tile map, run gate_up (with gelu·mul in its epilogue) and down as grouped tensor-core GEMMs
+// over it (grouped_gemm_mma.cu, 16- or 64-row tiles), and combine the weighted expert outputs per
+// token. The combine is a gather (each token sums its own k rows in f32), so no
 // atomics touch bf16 data and the result does not depend on the order the permutation was filled
 // in.
 #include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/device_math.cuh"
-#include "kernels/cuda/elementwise.h"
 #include "kernels/cuda/grouped_gemm.h"
 #include "kernels/cuda/launch_util.h"
 #include "kernels/cuda/moe.h"
@@ -23,18 +22,16 @@ namespace {
 
 struct MoeScratch {
   int *counts, *cursor, *group_end, *tile_expert, *tile_row0, *perm, *pos_of;
-  bf16 *h, *act, *y;
+  bf16 *act, *y;
   int max_tiles;
 };
 
-// The tile map is sized for the smaller tiles (kGroupedSkinnyTileM), so one carve serves both
-// grouped kernels.
-// with_h: room for the [T·k, 2I] gate_up output, which only the 64-row path writes.
-MoeScratch carve(void* base, int64_t T, int64_t k, int64_t E, int64_t H, int64_t I, bool with_h, size_t* used) {
+// The tile map is sized for the smallest tiles (16 rows), so one carve serves every grouped kernel.
+MoeScratch carve(void* base, int64_t T, int64_t k, int64_t E, int64_t H, int64_t I, size_t* used) {
   ScratchCarver c(base);
   MoeScratch s{};
   const int64_t TK = T * k;
-  s.max_tiles = int((TK + kGroupedSkinnyTileM - 1) / kGroupedSkinnyTileM + E);
+  s.max_tiles = int((TK + 16 - 1) / 16 + E);
   s.counts = c.take<int>(size_t(E));
   s.cursor = c.take<int>(size_t(E));
   s.group_end = c.take<int>(size_t(E));
@@ -42,7 +39,6 @@ MoeScratch carve(void* base, int64_t T, int64_t k, int64_t E, int64_t H, int64_t
   s.tile_row0 = c.take<int>(size_t(s.max_tiles));
   s.perm = c.take<int>(size_t(TK));
   s.pos_of = c.take<int>(size_t(TK));
-  s.h = with_h ? c.take<bf16>(size_t(TK * 2 * I)) : nullptr;
   s.act = c.take<bf16>(size_t(TK * I));
   s.y = c.take<bf16>(size_t(TK * H));
   if (used) *used = c.used();
@@ -102,15 +98,6 @@ __global__ void scatter_kernel(const int* __restrict__ ids, int64_t n, int E, in
   }
 }
 
-Tensor device_view(void* p, DType dt, Shape s) {
-  Tensor t;
-  t.data = p;
-  t.dtype = dt;
-  t.device = Device::CUDA;
-  t.shape = s;
-  return t;
-}
-
 // The routed-row limit of the GEMV path: kMoeGemvMaxRows unless GS_MOE_GEMV_MAX_ROWS says otherwise
 // (A/B runs); read once per process.
 int64_t gemv_max_rows() {
@@ -128,30 +115,32 @@ bool gemv_fits(int64_t T, int64_t k, int64_t H, int64_t I) {
   return rows * H * 2 <= 160 * 1024 && rows * I * 4 <= 160 * 1024;
 }
 
-// Which kernels multiply (moe.h, kMoeGemvMaxRows and moe_force_path).
-enum class Path { Auto, Gemv, Skinny, Grouped };
+// Which kernels multiply (moe.h, kMoeGemvMaxRows, kMoeMma16MaxRowsPerExpert and moe_force_path).
+enum class Path { Auto, Gemv, Mma16, Mma64 };
 Path path_named(const char* name) {
   const std::string n = name ? name : "";
-  return n == "gemv" ? Path::Gemv : n == "skinny" ? Path::Skinny : n == "grouped" ? Path::Grouped : Path::Auto;
+  return n == "gemv" ? Path::Gemv : n == "mma16" ? Path::Mma16 : n == "mma64" ? Path::Mma64 : Path::Auto;
 }
 Path g_forced = path_named(std::getenv("GS_MOE_PATH"));
 
-Path pick_path(int64_t T, int64_t k, int64_t H, int64_t I) {
+Path pick_path(int64_t T, int64_t k, int64_t E, int64_t H, int64_t I) {
   const bool fits = gemv_fits(T, k, H, I);
   if (g_forced == Path::Gemv && fits) return Path::Gemv;
-  if (g_forced == Path::Skinny || g_forced == Path::Grouped) return g_forced;
-  return T * k <= gemv_max_rows() && fits ? Path::Gemv : Path::Skinny;
+  if (g_forced != Path::Auto && g_forced != Path::Gemv) return g_forced;
+  if (T * k <= gemv_max_rows() && fits) return Path::Gemv;
+  return T * k <= kMoeMma16MaxRowsPerExpert * E ? Path::Mma16 : Path::Mma64;
 }
+int tile_rows(Path p) { return p == Path::Mma16 ? 16 : 64; }
 
 }  // namespace
 
 void moe_force_path(const char* path) { g_forced = path_named(path); }
 
 size_t moe_experts_scratch_bytes(int64_t T, int64_t k, int64_t E, int64_t H, int64_t I) {
-  const Path path = pick_path(T, k, H, I);
+  const Path path = pick_path(T, k, E, H, I);
   if (path == Path::Gemv) return moe_gemv_scratch_bytes(T, k, E, H, I);
   size_t used = 0;
-  carve(nullptr, T, k, E, H, I, path == Path::Grouped, &used);
+  carve(nullptr, T, k, E, H, I, &used);
   return used;
 }
 
@@ -180,7 +169,7 @@ void launch_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weight
   if (T == 0) return;
   size_t need = moe_experts_scratch_bytes(T, k, E, H, I);
   require(scratch && scratch_bytes >= need, op, ": scratch of ", scratch_bytes, " bytes, needs ", need);
-  const Path path = pick_path(T, k, H, I);
+  const Path path = pick_path(T, k, E, H, I);
   if (path == Path::Gemv) {
     const MoeGemvArgs a{x.ptr<bf16>(), ids.ptr<int>(), weights.ptr<float>(), gate_up.ptr<bf16>(), down.ptr<bf16>(),
                         int(T), int(k), int(E), int(H), int(I)};
@@ -190,13 +179,13 @@ void launch_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weight
     });
     return;
   }
-  MoeScratch s = carve(scratch, T, k, E, H, I, path == Path::Grouped, nullptr);
+  MoeScratch s = carve(scratch, T, k, E, H, I, nullptr);
   const int64_t TK = T * k;
 
   GS_CUDA_CHECK(cudaMemsetAsync(s.counts, 0, size_t(E) * sizeof(int), stream));
   launch_pdl("count_kernel", count_kernel, grid_for(TK, 256), 256, 0, stream, ids.ptr<int>(), TK, int(E), s.counts);
   GS_CUDA_LAUNCHED("moe count");
-  const int tile_m = path == Path::Skinny ? kGroupedSkinnyTileM : kGroupedTileM;
+  const int tile_m = tile_rows(path);
   launch_pdl("plan_kernel", plan_kernel, 1, 256, size_t(2 * E + 1) * sizeof(int), stream, s.counts, int(E), tile_m,
              s.group_end, s.cursor, s.tile_expert, s.tile_row0, s.max_tiles);
   GS_CUDA_LAUNCHED("moe plan");
@@ -206,26 +195,16 @@ void launch_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weight
 
   GroupedGemmArgs g{};
   g.group_end = s.group_end, g.tile_expert = s.tile_expert, g.tile_row0 = s.tile_row0, g.max_tiles = s.max_tiles;
-  // [g|u] = x[token] · gate_up[e]ᵀ, rows gathered through the permutation.
-  g.a = x.data, g.gather = s.perm, g.gather_div = int(k), g.b = gate_up.data, g.c = s.h;
+  // act = bf16(gelu_tanh(g) · u), [g|u] = x[token] · gate_up[e]ᵀ with rows gathered through the
+  // permutation; gelu·mul runs in the GEMM's epilogue from f32 g and u (the GEMV path's rounding
+  // points).
+  g.a = x.data, g.gather = s.perm, g.gather_div = int(k), g.b = gate_up.data, g.c = s.act;
   g.n = int(2 * I), g.k = int(H);
-  if (path == Path::Skinny) {
-    // act = bf16(gelu_tanh(g) · u) in the GEMM's epilogue, from f32 g and u (the GEMV path's
-    // rounding points).
-    g.c = s.act;
-    launch_grouped_gemm_skinny(g, true, stream);
-  } else {
-    launch_grouped_gemm(g, stream);
-    launch_gelu_tanh_mul(device_view(s.h, DType::BF16, Shape{TK, 2 * I}),
-                         device_view(s.act, DType::BF16, Shape{TK, I}), stream);
-  }
+  launch_grouped_gemm_mma(g, tile_m, true, stream);
   // y = act · down[e]ᵀ
   g.a = s.act, g.gather = nullptr, g.gather_div = 1, g.b = down.data, g.c = s.y;
   g.n = int(H), g.k = int(I);
-  if (path == Path::Skinny)
-    launch_grouped_gemm_skinny(g, false, stream);
-  else
-    launch_grouped_gemm(g, stream);
+  launch_grouped_gemm_mma(g, tile_m, false, stream);
 
   dispatch_float(out.dtype, op, "out", [&](auto tag) {
     using T_ = typename decltype(tag)::type;
