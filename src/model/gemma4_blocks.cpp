@@ -75,13 +75,12 @@ void ffn_block(Backend& be, const ModelConfig& cfg, int layer, const LayerWeight
     // Both branches read the residual stream after the attention add (§2.8).
     const int k = cfg.top_k_experts;
     Tensor ids = rows_of(ws.moe_ids, T, k), weights = rows_of(ws.moe_w, T, k), m = rows_of(ws.m, T, H);
-    be.rms_norm(o, &w.post_ffn_norm_1, cfg.rms_norm_eps, o);
     be.moe_route(x, w.router_scale, w.router_proj, w.per_expert_scale, float(1.0 / std::sqrt(double(H))),
                  cfg.rms_norm_eps, k, ids, weights);
     be.rms_norm(x, &w.pre_ffn_norm_2, cfg.rms_norm_eps, a);
-    be.moe_experts(a, ids, weights, w.experts_gate_up, w.experts_down, m);
-    be.rms_norm(m, &w.post_ffn_norm_2, cfg.rms_norm_eps, m);
-    be.add(o, m, o);
+    // o = post_ffn_norm_1(dense) + post_ffn_norm_2(experts)
+    be.moe_experts_sum(a, ids, weights, w.experts_gate_up, w.experts_down, o, w.post_ffn_norm_1, w.post_ffn_norm_2,
+                       cfg.rms_norm_eps, m, o);
   }
   finish_block(be, cfg, ws, x, o, w.post_ffn_norm, out_scale, next_norm, T);
 }

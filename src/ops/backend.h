@@ -151,6 +151,19 @@ class Backend {
   virtual void moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
                            const Tensor& down, const Tensor& out) = 0;
 
+  // An MoE layer's two branches summed (§2.8):
+  //   out = rms_norm(dense)·dense_norm + rms_norm(moe_experts(x, ids, weights, gate_up, down))·experts_norm
+  // out may alias dense; experts [T, H] is scratch for backends that run the ops separately (the
+  // cuda one merges the experts' combine, both norms and the add into one kernel).
+  virtual void moe_experts_sum(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
+                               const Tensor& down, const Tensor& dense, const Tensor& dense_norm,
+                               const Tensor& experts_norm, float eps, const Tensor& experts, const Tensor& out) {
+    moe_experts(x, ids, weights, gate_up, down, experts);
+    rms_norm(dense, &dense_norm, eps, out);
+    rms_norm(experts, &experts_norm, eps, experts);
+    add(out, experts, out);
+  }
+
   // ---- sampling -----------------------------------------------------------------------------
   // logits [R, V] f32 → token ids [R] i32 and the log-probability of each chosen token [R] f32
   // (under the unfiltered distribution at temperature 1, as OpenAI's logprobs report).

@@ -144,6 +144,39 @@ TEST_F(Moe, GemvAndMmaPathsAgree) {
   EXPECT_LE(rel_error(outs[2], outs[0]), 4e-3) << "mma64 against gemv, seed " << seed;
 }
 
+// An MoE layer's sum (Backend::moe_experts_sum), in place over the dense branch as the model
+// runs it: the cuda backend's fused combine (H a multiple of 32) against the same ops run
+// separately on the gpu (only the order of the sums of squares differs) and against the cpu; H =
+// 136 takes the separate ops.
+TEST_F(Moe, ExpertsSumMatchesTheSeparateOps) {
+  struct Shape4 { int64_t T, E, H, I; };
+  for (const char* p : {"gemv", "mma16", "mma64"})
+    for (Shape4 sh : {Shape4{1, 16, 256, 64}, Shape4{8, 32, 256, 64}, Shape4{65, 32, 256, 64}, Shape4{8, 16, 2816, 704},
+                      Shape4{8, 16, 136, 40}}) {
+      force(p);
+      const int k = 8;
+      const int64_t T = sh.T, E = sh.E, H = sh.H, I = sh.I;
+      const std::string what = std::string(p) + " T " + std::to_string(T) + " H " + std::to_string(H);
+      auto ids = ragged_ids(T, k, int(E), 5);
+      auto w = random_bf16(T * k, 0.1f, 1.f), x = random_bf16(T * H, -2.f, 2.f), dense = random_bf16(T * H, -3.f, 3.f);
+      const float a = 1.5f / std::sqrt(float(H)), b = 1.5f / std::sqrt(float(I));
+      auto [guc, gug] = weight(random_bf16(E * 2 * I * H, -a, a), Shape{E, 2 * I, H});
+      auto [dc, dg] = weight(random_bf16(E * H * I, -b, b), Shape{E, H, I});
+      auto [n1c, n1g] = weight(random_bf16(H, 0.5f, 1.5f), Shape{H});
+      auto [n2c, n2g] = weight(random_bf16(H, 0.5f, 1.5f), Shape{H});
+      Tensor xg = gpu_act(x, {T, H}), ig = gpu_ints(ids, {T, k}), wg = gpu_tensor(w, DType::F32, {T, k});
+      Tensor fused = gpu_act(dense, {T, H}), separate = gpu_act(dense, {T, H});
+      gpu->moe_experts_sum(xg, ig, wg, gug, dg, fused, n1g, n2g, 1e-6f, gpu_poisoned(DType::BF16, {T, H}), fused);
+      gpu->Backend::moe_experts_sum(xg, ig, wg, gug, dg, separate, n1g, n2g, 1e-6f, gpu_poisoned(DType::BF16, {T, H}),
+                                    separate);
+      Tensor cc = cpu_act(dense, {T, H});
+      cpu->moe_experts_sum(cpu_act(x, {T, H}), cpu_ints(ids, {T, k}), cpu_tensor(w, {T, k}), guc, dc, cc, n1c, n2c,
+                           1e-6f, cpu->empty(DType::F32, {T, H}), cc);
+      EXPECT_LE(rel_error(download(*gpu, fused), download(*gpu, separate)), 2e-3) << what << " seed " << seed;
+      expect_close(fused, cc, 1e-2, "moe_experts_sum against the cpu " + what);
+    }
+}
+
 // The scratch sized for a prefill call is reused by a following decode call (the path changes).
 TEST_F(Moe, PrefillThenDecodeReusesScratch) {
   check_experts(130, 8, 16, 64, 48, 2e-2);

@@ -315,6 +315,24 @@ class CudaBackend final : public Backend {
     void* scratch = scratch_->get(need, capturing(), "moe_experts");
     cuda::launch_moe_experts(x, ids, weights, gate_up, down, out, scratch, need, stream_);
   }
+  // The experts' combine kernel also runs both norms and the add (moe_combine.cuh): three launches
+  // fewer per MoE layer.
+  void moe_experts_sum(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
+                       const Tensor& down, const Tensor& dense, const Tensor& dense_norm, const Tensor& experts_norm,
+                       float eps, const Tensor& experts, const Tensor& out) override {
+    auto bf16 = [](const Tensor& t) { return t.dtype == DType::BF16; };
+    if (profile_skips() != 0 || !cuda::moe_sum_supported(x.cols()) || !bf16(out) || !bf16(dense) ||
+        !bf16(dense_norm) || !bf16(experts_norm)) {
+      Backend::moe_experts_sum(x, ids, weights, gate_up, down, dense, dense_norm, experts_norm, eps, experts, out);
+      return;
+    }
+    GS_CHECK(gate_up.ndim() == 3 && down.ndim() == 3, "moe_experts_sum: gate_up {} and down {} must be [E, ., .]",
+             gate_up.str(), down.str());
+    size_t need = cuda::moe_experts_scratch_bytes(x.rows(), ids.cols(), gate_up.dim(0), x.cols(), gate_up.dim(1) / 2);
+    void* scratch = scratch_->get(need, capturing(), "moe_experts");
+    const cuda::MoeSum sum{&dense, &dense_norm, &experts_norm, eps};
+    cuda::launch_moe_experts(x, ids, weights, gate_up, down, out, scratch, need, stream_, &sum);
+  }
 
   // ---- sampling ---------------------------------------------------------------------------------
   void sample(const Tensor& logits, const std::vector<SamplingRow>& rows, const Tensor& out_ids,

@@ -38,6 +38,18 @@ constexpr int64_t kMoeMma16MaxRowsPerExpert = 32;
 // applies only where its shared memory fits.
 void moe_force_path(const char* path);
 
+// The rest of an MoE layer's sum (Backend::moe_experts_sum), done by the experts' combine when
+// given to launch_moe_experts: out = rms_norm(dense)·dense_norm + rms_norm(experts)·experts_norm,
+// out bf16 and allowed to alias dense (bf16 [T, H]); norm weights bf16 [H].
+struct MoeSum {
+  const Tensor* dense;
+  const Tensor* dense_norm;
+  const Tensor* experts_norm;
+  float eps;
+};
+// Whether the combine can take the sum for rows of H elements (one block holds a row).
+inline bool moe_sum_supported(int64_t H) { return H % 32 == 0 && H / 4 <= 1024; }
+
 // Scratch bytes moe_experts needs for T tokens, top-k, E experts, hidden H, expert width I.
 size_t moe_experts_scratch_bytes(int64_t T, int64_t k, int64_t E, int64_t H, int64_t I);
 
@@ -46,8 +58,9 @@ size_t moe_experts_scratch_bytes(int64_t T, int64_t k, int64_t E, int64_t H, int
 // each expert's output are rounded to bf16 (the tensor cores' operand and output), on the GEMV path
 // and the grouped GEMMs alike. Expert ids outside [0, E) contribute nothing (validated upstream;
 // see embedding.h on device-side errors).
+// With sum: out receives the layer's sum instead (MoeSum).
 void launch_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
                         const Tensor& down, const Tensor& out, void* scratch, size_t scratch_bytes,
-                        cudaStream_t stream);
+                        cudaStream_t stream, const MoeSum* sum = nullptr);
 
 }  // namespace gs::cuda

@@ -146,7 +146,7 @@ size_t moe_experts_scratch_bytes(int64_t T, int64_t k, int64_t E, int64_t H, int
 
 void launch_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
                         const Tensor& down, const Tensor& out, void* scratch, size_t scratch_bytes,
-                        cudaStream_t stream) {
+                        cudaStream_t stream, const MoeSum* sum) {
   const char* op = "moe_experts";
   for (auto* t : {&x, &ids, &weights, &gate_up, &down, &out}) check_cuda_tensor(*t, op, "operand");
   check_dtype(x, DType::BF16, op, "x");
@@ -166,6 +166,15 @@ void launch_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weight
   require(E >= 1 && E <= 4096, op, ": ", E, " experts outside [1, 4096]");
   require(H % 8 == 0 && I % 8 == 0 && aligned16(x.data) && aligned16(gate_up.data) && aligned16(down.data), op,
           ": hidden ", H, " and expert width ", I, " must be multiples of 8 with 16-byte aligned operands");
+  if (sum) {
+    require(sum->dense && sum->dense_norm && sum->experts_norm, op, ": the layer sum needs dense and both norms");
+    const Tensor &d = *sum->dense, &dn = *sum->dense_norm, &en = *sum->experts_norm;
+    for (auto* t : {&d, &dn, &en}) check_cuda_tensor(*t, op, "sum operand");
+    require(moe_sum_supported(H) && out.dtype == DType::BF16 && d.dtype == DType::BF16 && d.shape == out.shape &&
+                dn.dtype == DType::BF16 && en.dtype == DType::BF16 && dn.numel() == H && en.numel() == H,
+            op, ": the layer sum takes bf16 dense ", d.str(), " and norms ", dn.str(), " / ", en.str(), " for out ",
+            out.str(), " (H a multiple of 32, at most 4096)");
+  }
   if (T == 0) return;
   size_t need = moe_experts_scratch_bytes(T, k, E, H, I);
   require(scratch && scratch_bytes >= need, op, ": scratch of ", scratch_bytes, " bytes, needs ", need);
@@ -175,7 +184,7 @@ void launch_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weight
                         int(T), int(k), int(E), int(H), int(I)};
     dispatch_float(out.dtype, op, "out", [&](auto tag) {
       using T_ = typename decltype(tag)::type;
-      launch_moe_gemv<T_>(a, out.ptr<T_>(), scratch, stream);
+      launch_moe_gemv<T_>(a, out.ptr<T_>(), scratch, stream, sum);
     });
     return;
   }
@@ -208,10 +217,8 @@ void launch_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weight
 
   dispatch_float(out.dtype, op, "out", [&](auto tag) {
     using T_ = typename decltype(tag)::type;
-    launch_pdl("moe_combine_kernel", moe_combine_kernel<bf16, T_>, moe_combine_grid(T, H), kMoeCombineThreads, 0,
-               stream, s.y, s.pos_of, ids.ptr<int>(), weights.ptr<float>(), int(k), H, out.ptr<T_>());
+    launch_moe_combine(s.y, s.pos_of, ids.ptr<int>(), weights.ptr<float>(), int(k), T, H, out.ptr<T_>(), sum, stream);
   });
-  GS_CUDA_LAUNCHED("moe combine");
 }
 
 }  // namespace gs::cuda

@@ -263,7 +263,7 @@ size_t moe_gemv_scratch_bytes(int64_t T, int64_t k, int64_t E, int64_t H, int64_
 }
 
 template <typename OutT>
-void launch_moe_gemv(const MoeGemvArgs& a, OutT* out, void* scratch, cudaStream_t stream) {
+void launch_moe_gemv(const MoeGemvArgs& a, OutT* out, void* scratch, cudaStream_t stream, const MoeSum* sum) {
   const int TK = a.T * a.k;
   Scratch s = carve(scratch, a.T, a.k, a.E, a.H, a.I, nullptr);
   const unsigned slots = unsigned(std::min(a.E, TK));  // experts that can be active
@@ -287,12 +287,10 @@ void launch_moe_gemv(const MoeGemvArgs& a, OutT* out, void* scratch, cudaStream_
              kWarps * 32, down_smem, stream, a, s, rows_smem);
   GS_CUDA_LAUNCHED("moe gemv down");
 
-  launch_pdl("moe_combine_kernel", moe_combine_kernel<float, OutT>, moe_combine_grid(a.T, a.H), kMoeCombineThreads, 0,
-             stream, s.y, s.pos_of, a.ids, a.weights, a.k, a.H, out);
-  GS_CUDA_LAUNCHED("moe gemv combine");
+  launch_moe_combine(s.y, s.pos_of, a.ids, a.weights, a.k, a.T, a.H, out, sum, stream);
 }
 
-template void launch_moe_gemv<float>(const MoeGemvArgs&, float*, void*, cudaStream_t);
-template void launch_moe_gemv<bf16>(const MoeGemvArgs&, bf16*, void*, cudaStream_t);
+template void launch_moe_gemv<float>(const MoeGemvArgs&, float*, void*, cudaStream_t, const MoeSum*);
+template void launch_moe_gemv<bf16>(const MoeGemvArgs&, bf16*, void*, cudaStream_t, const MoeSum*);
 
 }  // namespace gs::cuda

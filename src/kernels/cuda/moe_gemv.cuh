@@ -9,6 +9,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/moe.h"
 
 namespace gs::cuda {
 
@@ -23,8 +24,8 @@ struct MoeGemvArgs {
 
 size_t moe_gemv_scratch_bytes(int64_t T, int64_t k, int64_t E, int64_t H, int64_t I);
 
-// out [T, H] of OutT (float or bf16).
+// out [T, H] of OutT (float or bf16). With sum, out receives the MoE layer's sum (moe.h, MoeSum; OutT bf16).
 template <typename OutT>
-void launch_moe_gemv(const MoeGemvArgs& a, OutT* out, void* scratch, cudaStream_t stream);
+void launch_moe_gemv(const MoeGemvArgs& a, OutT* out, void* scratch, cudaStream_t stream, const MoeSum* sum);
 
 }  // namespace gs::cuda
