@@ -3,9 +3,8 @@
 // weights. Otherwise: count tokens per expert, lay out a permutation grouped by expert with a
 // row-tile map, run gate_up (with gelu·mul in its epilogue) and down as grouped tensor-core GEMMs
 // over it (grouped_gemm_mma.cu, 16- or 64-row tiles), and combine the weighted expert outputs per
-// token. The combine is a gather (each token sums its own k rows in f32), so no
-// atomics touch bf16 data and the result does not depend on the order the permutation was filled
-// in.
+// token. The combine is a gather (each token sums its own k rows in f32), so no atomics touch bf16
+// data and the result does not depend on the order the permutation was filled in.
 #include <cstdlib>
 #include <string>
 
