@@ -162,8 +162,8 @@ void bench_moe(Bench& B, Backend& b) {
   Tensor gate_up = B.random(DType::BF16, {E, 2 * I, H}, 0.05f), down = B.random(DType::BF16, {E, H, I}, 0.05f);
   Tensor proj = B.random(DType::BF16, {E, H}), scale = B.random(DType::BF16, {H}), pes = B.random(DType::BF16, {E});
   // 1: batch-1 decode on the GEMV path; 8, 64, 128 (a c=100 decode step): the grouped GEMM in
-  // 16-row tiles; 512, 1024 (where the tile size changes) and 4096 (prefill): in 64-row tiles
-  // (GS_MOE_PATH forces a path for A/B runs).
+  // 16-row tiles; 512, 1024 (around where the tile size changes) and 4096 (prefill): in 64-row
+  // tiles (GS_MOE_PATH forces a path for A/B runs).
   for (int64_t T : {1, 8, 64, 128, 512, 1024, 4096}) {
     Tensor x = B.random(DType::BF16, {T, H}), out = b.empty(DType::BF16, {T, H});
     Tensor ids = b.empty(DType::I32, {T, k}), w = b.empty(DType::F32, {T, k});

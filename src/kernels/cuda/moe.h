@@ -30,9 +30,10 @@ void launch_moe_route(const Tensor& r, const Tensor& router_scale, const Tensor&
 // the GEMV path against 6.41, batch 8 8.93 against 8.61.
 constexpr int64_t kMoeGemvMaxRows = 32;
 // Above it, up to this many routed rows per expert on average the grouped GEMM runs in 16-row
-// tiles; beyond (prefill) in 64-row tiles. Measured at 128 tokens (8 rows per expert: 16-row tiles
-// 0.40 ms, 64-row 0.42) and 4096 (256: 3.19 against 1.82 ms); the boundary between is a guess.
-constexpr int64_t kMoeMma16MaxRowsPerExpert = 32;
+// tiles; beyond (prefill) in 64-row tiles. Measured on an H200 with 26B-A4B's shapes (128 experts,
+// top-8), 16-row against 64-row tiles: 128 tokens (8 rows per expert) 0.389 against 0.409 ms,
+// 512 (32) 0.553 against 0.441, 1024 (64) 0.886 against 0.583, 4096 (256) 3.19 against 1.87.
+constexpr int64_t kMoeMma16MaxRowsPerExpert = 16;
 
 // Forces the experts' path: "gemv", "mma16", "mma64" (grouped_gemm_mma.cu in 16- or 64-row tiles)
 // or "" (by the limits above). GS_MOE_PATH sets it at start; tests and A/B runs call this. "gemv"
