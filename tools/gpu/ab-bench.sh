@@ -7,8 +7,10 @@
 # GS_BENCH_ATTENTION_SHAPES, and where ab-build.sh built gemmaserve too, `bench-kernels --only
 # GS_AB_KERNELS` (e.g. sampling; unset skips it).
 # Also where gemmaserve was built: GS_AB_PARITY=1 runs tools/gpu/parity.py on each binary once
-# (before the tests; GS_AB_PARITY_NAMES="a b" limits it to those binaries), and GS_AB_DECODE="e2b 31b" times `bench-decode --batch 1` of those shapes in
-# each round (GS_AB_DECODE_FLAGS adds flags, e.g. --overlap; lines in decode.txt).
+# (before the tests; GS_AB_PARITY_NAMES="a b" limits it to those binaries), and
+# GS_AB_DECODE="e2b 31b" times `bench-decode` of those shapes in each round, at the batch sizes of
+# GS_AB_DECODE_BATCH (default 1; e.g. 1,8,64,128), with GS_AB_DECODE_FLAGS added (e.g. --overlap;
+# a line per batch size in decode.txt).
 #
 # usage: tools/gpu/ab-bench.sh LEAN_DIR AB_DIR RESULTS_DIR [ROUNDS]
 #   LEAN_DIR: a folder of collect-libs.sh (its gpu-libs); AB_DIR: the *.gz of ab-build.sh.
@@ -65,10 +67,10 @@ for ((r = 1; r <= rounds; ++r)); do
     if [[ -x /tmp/gs-ab-$name.gemmaserve ]]; then
       for m in ${GS_AB_DECODE:-}; do
         # shellcheck disable=SC2086  # GS_AB_DECODE_FLAGS is a list of flags
-        line=$(timeout "${GS_AB_T_DECODE:-120}" "/tmp/gs-ab-$name.gemmaserve" bench-decode --model "$m" \
-          --load-format dummy --backend cuda --batch 1 --context 1024 --steps 48 ${GS_AB_DECODE_FLAGS:-} 2>&1 |
-          grep -E '^\| 1 \|')
-        echo "$name $r decode $m ${GS_AB_DECODE_FLAGS:-} $line" | tee -a "$results/decode.txt"
+        timeout "${GS_AB_T_DECODE:-120}" "/tmp/gs-ab-$name.gemmaserve" bench-decode --model "$m" \
+          --load-format dummy --backend cuda --batch "${GS_AB_DECODE_BATCH:-1}" --context 1024 --steps 48 \
+          ${GS_AB_DECODE_FLAGS:-} 2>&1 | grep -E '^\| [0-9]+ \|' |
+          sed "s/^/$name $r decode $m ${GS_AB_DECODE_FLAGS:-} /" | tee -a "$results/decode.txt"
       done
     fi
     if [[ -n ${GS_AB_KERNELS:-} && -x /tmp/gs-ab-$name.gemmaserve ]]; then
