@@ -14,6 +14,8 @@
 // DRAM bandwidth on 26B-A4B at 128 tokens and at 112 TFLOP/s at 4096 (H200; 0.78 and 3.50 ms
 // against 0.40 and 1.84 here, docs/perf/kernels.md). The FMA GEMV path (moe_gemv.cu) keeps batch
 // 1-4: from a few rows per expert it is ALU-bound.
+#include <cstdlib>
+
 #include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_math.cuh"
@@ -23,29 +25,31 @@
 namespace gs::cuda {
 namespace {
 
-constexpr int BN = 64, BK = 64;
-constexpr int kThreads = 128;
+constexpr int BK = 64;
 constexpr int kChunksPerRow = BK / 8;  // 16-byte chunks of a K slice row
 
-template <int BM>
+// A tile of BM rows by BN weight rows.
+template <int BM, int BN>
 struct Tile {
-  static constexpr int kStages = BM == 16 ? 4 : 3;
-  static constexpr int kStageElems = (BM + BN) * BK;
-  static constexpr int kSmemBytes = kStages * kStageElems * 2;  // 40 KB / 48 KB
   static constexpr int WM = BM == 16 ? 16 : 32;                 // rows per warp
   static constexpr int WN = BM == 16 ? 16 : 32;                 // weight rows per warp
   static constexpr int MT = WM / 16, NT = WN / 8;               // m16 and n8 fragments per warp
   static constexpr int kWarpsN = BN / WN;
-  static constexpr int kAChunks = BM * kChunksPerRow / kThreads;  // per thread per stage: 1 or 4
+  static constexpr int kThreads = 32 * (BM / WM) * kWarpsN;
+  static constexpr int kStages = BM == 16 ? 4 : 3;
+  static constexpr int kStageElems = (BM + BN) * BK;
+  static constexpr int kSmemBytes = kStages * kStageElems * 2;
+  static constexpr int kRowsPerPass = kThreads / kChunksPerRow;  // rows one cp.async per thread covers
+  static constexpr int kAChunks = BM / kRowsPerPass, kBChunks = BN / kRowsPerPass;
 };
 
 // Rows of a slice are 128 bytes: chunk c of row r sits at c ^ (r % 8), so the 8 row addresses of
 // an ldmatrix fall in 8 different bank groups.
 __device__ __forceinline__ int swz(int r, int c) { return r * BK + ((c ^ (r & 7)) << 3); }
 
-template <int BM, bool kGeluMul>
-__global__ void __launch_bounds__(kThreads) grouped_gemm_mma_kernel(GroupedGemmArgs g) {
-  using L = Tile<BM>;
+template <int BM, int BN, bool kGeluMul>
+__global__ void __launch_bounds__(Tile<BM, BN>::kThreads) grouped_gemm_mma_kernel(GroupedGemmArgs g) {
+  using L = Tile<BM, BN>;
   extern __shared__ __align__(128) bf16 smem[];
   pdl_enter();
   const int tile = blockIdx.y;
@@ -54,7 +58,7 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_mma_kernel(GroupedGemmA
   const int row0 = g.tile_row0[tile];
   const int rows = min(BM, g.group_end[e] - row0);
   if (rows <= 0) return;
-  // kGeluMul: the block's 32 output columns start at j0; otherwise its 64 weight rows at n0.
+  // kGeluMul: the block's BN/2 output columns start at j0; otherwise its BN weight rows at n0.
   const int n0 = blockIdx.x * BN, j0 = blockIdx.x * (BN / 2), I = g.n / 2;
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int wm = warp / L::kWarpsN, wn = warp % L::kWarpsN;
@@ -62,23 +66,24 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_mma_kernel(GroupedGemmA
   const bf16* A = static_cast<const bf16*>(g.a);
   const bf16* B = static_cast<const bf16*>(g.b) + int64_t(e) * g.n * g.k;
 
-  // What each thread copies per stage, at a fixed chunk column cc: rows rr + 16i of A (i <
-  // kAChunks) and of B (i < 4), so the row pointers are computed once.
-  const int cc = tid % kChunksPerRow, rr = tid / kChunksPerRow;  // rr 0..15
+  // What each thread copies per stage, at a fixed chunk column cc: rows rr + kRowsPerPass·i of A
+  // (i < kAChunks) and of B (i < kBChunks), so the row pointers are computed once.
+  constexpr int P = L::kRowsPerPass;
+  const int cc = tid % kChunksPerRow, rr = tid / kChunksPerRow;
   const bf16* a_row[L::kAChunks];
   bool a_ok[L::kAChunks];
 #pragma unroll
   for (int i = 0; i < L::kAChunks; ++i) {
-    const int r = rr + 16 * i;
+    const int r = rr + P * i;
     a_ok[i] = r < rows;
     const int src = a_ok[i] ? (g.gather ? g.gather[row0 + r] / g.gather_div : row0 + r) : 0;
     a_row[i] = A + int64_t(src) * g.k;
   }
-  const bf16* b_row[4];
-  bool b_ok[4];
+  const bf16* b_row[L::kBChunks];
+  bool b_ok[L::kBChunks];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const int s = rr + 16 * i;  // shared row s belongs to warp column s / WN
+  for (int i = 0; i < L::kBChunks; ++i) {
+    const int s = rr + P * i;  // shared row s belongs to warp column s / WN
     int r;
     if constexpr (kGeluMul) {
       // A warp column's first WN/2 rows are gate rows of its WN/2 columns, the rest their up rows.
@@ -99,10 +104,10 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_mma_kernel(GroupedGemmA
     const bool in_k = k < g.k;
 #pragma unroll
     for (int i = 0; i < L::kAChunks; ++i)
-      attn::cp_async16(As + swz(rr + 16 * i, cc), a_row[i] + (in_k ? k : 0), a_ok[i] && in_k);
+      attn::cp_async16(As + swz(rr + P * i, cc), a_row[i] + (in_k ? k : 0), a_ok[i] && in_k);
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
-      attn::cp_async16(Bs + swz(rr + 16 * i, cc), b_row[i] + (in_k ? k : 0), b_ok[i] && in_k);
+    for (int i = 0; i < L::kBChunks; ++i)
+      attn::cp_async16(Bs + swz(rr + P * i, cc), b_row[i] + (in_k ? k : 0), b_ok[i] && in_k);
   };
 
 #pragma unroll
@@ -173,14 +178,29 @@ __global__ void __launch_bounds__(kThreads) grouped_gemm_mma_kernel(GroupedGemmA
   }
 }
 
-template <int BM>
-void launch_bm(const GroupedGemmArgs& args, bool gelu_mul, cudaStream_t stream) {
-  static_assert(Tile<BM>::kSmemBytes <= 48 * 1024, "no opt-in to more shared memory needed");
-  // kGeluMul: 32 output columns (64 weight rows) per block.
+template <int BM, int BN>
+void launch_tile(const GroupedGemmArgs& args, bool gelu_mul, cudaStream_t stream) {
+  using L = Tile<BM, BN>;
+  static const bool sized = [] {
+    allow_smem(grouped_gemm_mma_kernel<BM, BN, true>, L::kSmemBytes);
+    allow_smem(grouped_gemm_mma_kernel<BM, BN, false>, L::kSmemBytes);
+    return true;
+  }();
+  (void)sized;
+  // kGeluMul: BN/2 output columns (BN weight rows) per block.
   const int cols = gelu_mul ? args.n / 2 : args.n, per_block = gelu_mul ? BN / 2 : BN;
   const dim3 grid(unsigned((cols + per_block - 1) / per_block), unsigned(args.max_tiles));
-  auto kernel = gelu_mul ? grouped_gemm_mma_kernel<BM, true> : grouped_gemm_mma_kernel<BM, false>;
-  launch_pdl("grouped_gemm_mma", kernel, grid, dim3(kThreads), size_t(Tile<BM>::kSmemBytes), stream, args);
+  auto kernel = gelu_mul ? grouped_gemm_mma_kernel<BM, BN, true> : grouped_gemm_mma_kernel<BM, BN, false>;
+  launch_pdl("grouped_gemm_mma", kernel, grid, dim3(L::kThreads), size_t(L::kSmemBytes), stream, args);
+}
+
+// GS_MOE_MMA64_BN (A/B runs): weight rows per 64-row tile, 64 or 128.
+int mma64_bn() {
+  static const int v = [] {
+    const char* e = std::getenv("GS_MOE_MMA64_BN");
+    return e && std::atoi(e) == 64 ? 64 : 128;
+  }();
+  return v;
 }
 
 }  // namespace
@@ -190,8 +210,9 @@ void launch_grouped_gemm_mma(const GroupedGemmArgs& args, int tile_m, bool gelu_
   require(args.n % 8 == 0 && args.k % 8 == 0, "grouped_gemm_mma: N ", args.n, " and K ", args.k,
           " must be multiples of 8");
   require(tile_m == 16 || tile_m == 64, "grouped_gemm_mma: tiles of ", tile_m, " rows; 16 or 64 are built");
-  if (tile_m == 16) launch_bm<16>(args, gelu_mul, stream);
-  else launch_bm<64>(args, gelu_mul, stream);
+  if (tile_m == 16) launch_tile<16, 64>(args, gelu_mul, stream);
+  else if (mma64_bn() == 64) launch_tile<64, 64>(args, gelu_mul, stream);
+  else launch_tile<64, 128>(args, gelu_mul, stream);
 }
 
 }  // namespace gs::cuda
