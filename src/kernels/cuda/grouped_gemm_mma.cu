@@ -1,9 +1,10 @@
 // The MoE grouped GEMM on mma.sync (grouped_gemm.h, launch_grouped_gemm_mma), in two tile shapes:
 //   16 rows (decode: a few routed rows per expert, every active expert's weights streamed once):
-//     the block's 4 warps split 64 weight rows, 16 each (two n8 fragments), all 16 rows (one m16);
-//   64 rows (prefill): the 4 warps are 2 x 2, each 32 rows (two m16) by 32 weight rows (four n8).
-// A tile is rows of one expert by 64 weight rows. The block streams its weight rows and its rows
-// of A through a cp.async ring of 64-wide K slices (4 stages of 10 KB, or 3 of 16 KB) in swizzled
+//     by 64 weight rows, the block's 4 warps 16 each (two n8 fragments), all 16 rows (one m16);
+//   64 rows (prefill): by 128 weight rows, 8 warps as 2 x 4, each 32 rows (two m16) by 32 weight
+//     rows (four n8).
+// A tile is rows of one expert by a block of weight rows. The block streams its weight rows and its
+// rows of A through a cp.async ring of 64-wide K slices (4 stages of 10 KB, or 3 of 24 KB) in swizzled
 // shared memory, and the warps read fragments with ldmatrix. Rows past the expert's count are zero.
 // With kGeluMul (an MoE gate_up: gate rows [0, N/2), up rows [N/2, N)) each warp's weight rows are
 // gate rows and the up rows of the same columns, so the epilogue writes gelu_tanh(g)·u from the
