@@ -309,11 +309,7 @@ class CudaBackend final : public Backend {
   }
   void moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
                    const Tensor& down, const Tensor& out) override {
-    GS_CHECK(gate_up.ndim() == 3 && down.ndim() == 3, "moe_experts: gate_up {} and down {} must be [E, ., .]",
-             gate_up.str(), down.str());
-    size_t need = cuda::moe_experts_scratch_bytes(x.rows(), ids.cols(), gate_up.dim(0), x.cols(), gate_up.dim(1) / 2);
-    void* scratch = scratch_->get(need, capturing(), "moe_experts");
-    cuda::launch_moe_experts(x, ids, weights, gate_up, down, out, scratch, need, stream_);
+    run_moe_experts(x, ids, weights, gate_up, down, out, nullptr);
   }
   // The experts' combine kernel also runs both norms and the add (moe_combine.cuh): three launches
   // fewer per MoE layer.
@@ -326,12 +322,8 @@ class CudaBackend final : public Backend {
       Backend::moe_experts_sum(x, ids, weights, gate_up, down, dense, dense_norm, experts_norm, eps, experts, out);
       return;
     }
-    GS_CHECK(gate_up.ndim() == 3 && down.ndim() == 3, "moe_experts_sum: gate_up {} and down {} must be [E, ., .]",
-             gate_up.str(), down.str());
-    size_t need = cuda::moe_experts_scratch_bytes(x.rows(), ids.cols(), gate_up.dim(0), x.cols(), gate_up.dim(1) / 2);
-    void* scratch = scratch_->get(need, capturing(), "moe_experts");
     const cuda::MoeSum sum{&dense, &dense_norm, &experts_norm, eps};
-    cuda::launch_moe_experts(x, ids, weights, gate_up, down, out, scratch, need, stream_, &sum);
+    run_moe_experts(x, ids, weights, gate_up, down, out, &sum);
   }
 
   // ---- sampling ---------------------------------------------------------------------------------
@@ -447,6 +439,16 @@ class CudaBackend final : public Backend {
   }
 
  private:
+  // moe_experts, or with sum the layer's sum (moe.h), with its scratch from the arena.
+  void run_moe_experts(const Tensor& x, const Tensor& ids, const Tensor& weights, const Tensor& gate_up,
+                       const Tensor& down, const Tensor& out, const cuda::MoeSum* sum) {
+    GS_CHECK(gate_up.ndim() == 3 && down.ndim() == 3, "moe_experts: gate_up {} and down {} must be [E, ., .]",
+             gate_up.str(), down.str());
+    size_t need = cuda::moe_experts_scratch_bytes(x.rows(), ids.cols(), gate_up.dim(0), x.cols(), gate_up.dim(1) / 2);
+    void* scratch = scratch_->get(need, capturing(), "moe_experts");
+    cuda::launch_moe_experts(x, ids, weights, gate_up, down, out, scratch, need, stream_, sum);
+  }
+
   bool capturing() const {
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
     GS_CUDA_CHECK(cudaStreamIsCapturing(stream_, &st));
