@@ -7,6 +7,10 @@
 # rows such as sampling). Carry OUT_DIR together with the gpu-libs of a collect-libs.sh folder
 # (the carry limit is 64 MiB: the libraries take ~15 MB).
 #
+# GS_AB_CMAKE_ARGS adds CMake options to every revision of the call and GS_AB_SUFFIX to its names,
+# e.g. GS_AB_CMAKE_ARGS=-DGEMMASERVE_ATTN_TIMELINE=ON GS_AB_SUFFIX=-tl for the attention timeline
+# (tools/gpu/attention_timeline.py); without it the option is turned off again.
+#
 # usage: tools/gpu/ab-build.sh OUT_DIR REV [REV ...]     e.g. build-ab main wgmma-n80 sampling-cluster
 set -euo pipefail
 out=${1:?usage: ab-build.sh OUT_DIR REV [REV ...]}
@@ -22,11 +26,13 @@ if [[ ! -d $wt ]]; then
 fi
 for rev in "$@"; do
   git -C "$wt" checkout --quiet --detach "$rev"
-  cmake -S "$wt" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release > /dev/null
+  # shellcheck disable=SC2086  # GS_AB_CMAKE_ARGS is a list of options
+  cmake -S "$wt" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGEMMASERVE_ATTN_TIMELINE=OFF \
+    ${GS_AB_CMAKE_ARGS:-} > /dev/null
   targets=(test_kernels_cuda)
   [[ ${GS_AB_GEMMASERVE:-0} == 1 ]] && targets+=(gemmaserve)
   cmake --build "$build" -j"$(nproc)" --target "${targets[@]}"
-  name=${rev//\//-}
+  name=${rev//\//-}${GS_AB_SUFFIX:-}
   strip -o "$out/$name" "$build/tests/test_kernels_cuda"
   gzip -f "$out/$name"
   if [[ ${GS_AB_GEMMASERVE:-0} == 1 ]]; then

@@ -39,6 +39,11 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
+#ifdef GS_ATTN_TIMELINE
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#endif
 
 #include "kernels/cuda/attention_cta.cuh"
 #include "kernels/cuda/attention_mma.cuh"
@@ -205,6 +210,54 @@ __device__ __forceinline__ T pick(const T (&v)[N], int i) {
   return x;
 }
 
+#ifdef GS_ATTN_TIMELINE
+// Diagnostic builds only (-DGS_ATTN_TIMELINE, tools/gpu/attention_timeline.sh): thread 0 of each
+// CTA role records when it reaches the points below, so a launch's per-CTA prologue, main loop,
+// epilogue and the gaps between CTAs on one SM can be read off (tools/gpu/attention_timeline.py).
+// Production builds compile none of it.
+namespace timeline {
+enum Event : int {
+  kStart,          // kernel entry
+  kSetup,          // barriers and row positions ready
+  kFirstLookup,    // producer: page table of the first tile read
+  kQLanded,        // consumers: Q in shared memory
+  kFirstK,         // consumer warpgroup 0: first K tile landed
+  kFirstPv,        // consumer warpgroup 0: first P·V complete
+  kLoopEnd0,       // consumer warpgroup 0: last P·V complete
+  kLoopEnd1,       // consumer warpgroup 1: last P·V complete
+  kEnd,            // consumer warpgroup 0: output stored
+  kEvents
+};
+constexpr int kMaxCtas = 16384;
+// [cta][event] globaltimer (ns) and clock64; [cta][kEvents] holds smid and the tile count.
+__device__ unsigned long long g_ns[kMaxCtas][kEvents + 2];
+__device__ long long g_clk[kMaxCtas][kEvents];
+__device__ __forceinline__ void mark(int e) {
+  const int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  if (cta >= kMaxCtas) return;
+  unsigned long long ns;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
+  g_ns[cta][e] = ns;
+  g_clk[cta][e] = clock64();
+}
+__device__ __forceinline__ void note(int tiles) {
+  const int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  if (cta >= kMaxCtas) return;
+  unsigned smid;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
+  g_ns[cta][kEvents] = smid, g_ns[cta][kEvents + 1] = unsigned(tiles);
+}
+}  // namespace timeline
+#define GS_TL_MARK(cond, e) \
+  do {                      \
+    if (cond) timeline::mark(timeline::e); \
+  } while (0)
+#else
+#define GS_TL_MARK(cond, e) \
+  do {                      \
+  } while (0)
+#endif
+
 template <class C>
 __global__ void __launch_bounds__(C::kThreads, 1)
     attention_wgmma_kernel(const TileArgs a, const __grid_constant__ CUtensorMap tma_k,
@@ -214,6 +267,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   constexpr bool SPLIT = C::kSplitD;
   using bf16 = __nv_bfloat16;
 
+  GS_TL_MARK(threadIdx.x == 0, kStart);
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   // Swizzled slabs need 1024-byte alignment of their shared-memory address.
   const uint32_t raw_addr = smem_addr(smem_raw);
@@ -269,6 +323,10 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   // No image rows here. Tile it covers keys key0 + it·BN ..
   const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, false, BN, a.key_align);
   const int key0 = kt.key0, n_tiles = kt.count;
+  GS_TL_MARK(tid == 0, kSetup);
+#ifdef GS_ATTN_TIMELINE
+  if (tid == 0) timeline::note(n_tiles);
+#endif
 
   if (warp >= 8) {
     // ---- producer warpgroup: K then V of each tile, as soon as the consumers free the stage ----
@@ -368,6 +426,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     for (int step = 0; step < n_tiles + (C::kPipelined ? 1 : 0); ++step) {
       if (step < n_tiles) {
         lookup(step, cur);
+        GS_TL_MARK(step == 0 && pt == 0, kFirstLookup);
         load(0, step, cur);
       }
       if constexpr (C::kPipelined) {
@@ -407,6 +466,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   cp_async_wait<0>();
   wg::fence_proxy_async();
   wg::consumer_bar_sync();
+  GS_TL_MARK(tid == 0, kQLanded);
 
   // ---- consumer warpgroups ----
   // 0 or 1; through a shuffle so the compiler knows it is warp-uniform and keeps the operand
@@ -553,6 +613,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       const int s = it % ST, parity = (it / ST) & 1, k0 = key0 + it * BN;
       float sc[NA];
       wg::mbar_wait(full_k(s), parity);
+      GS_TL_MARK(tid == 0 && it == 0, kFirstK);
       wg::fence_proxy_async();
       wg::fence();
       issue_s(sc, s);
@@ -571,6 +632,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       issue_pv(p, s);
       wg::wait<0>();
       wg::pin(o);
+      GS_TL_MARK(tid == 0 && it == 0, kFirstPv);
       release(empty_v(s));
     }
   } else {
@@ -637,6 +699,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     }
   }
 
+  GS_TL_MARK(tid == 0, kLoopEnd0);
+  GS_TL_MARK(tid == 128, kLoopEnd1);
   // ---- epilogue: normalise and store this warpgroup's rows and columns ----
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -666,6 +730,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       if ((!SPLIT || wgi == 0) && (lane & 3) == 0) a.part_ml[2 * prow] = m_run[h], a.part_ml[2 * prow + 1] = l;
     }
   }
+  GS_TL_MARK(tid == 0, kEnd);
 #else
   // Built for another architecture: the dispatcher never launches this kernel there.
   __trap();
@@ -709,6 +774,14 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
                                        int(C::kSmemBytes)));
     done_devices.fetch_or(bit, std::memory_order_acq_rel);
   }
+#ifdef GS_ATTN_TIMELINE
+  const char* tl_path = std::getenv("GS_ATTN_TIMELINE");
+  if (tl_path) {
+    void* p = nullptr;
+    GS_CUDA_CHECK(cudaGetSymbolAddress(&p, timeline::g_ns));
+    GS_CUDA_CHECK(cudaMemsetAsync(p, 0, sizeof(timeline::g_ns), stream));
+  }
+#endif
   if (C::kPair && a.tma_box_rows > 0 && g.q_tiles > 1) {
     // Clusters of two along x: an even number of query tiles (a CTA past the rows exits at once).
     // (One query tile, as in decode and verify batches: no partner, plain launch.)
@@ -728,6 +801,34 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
     attention_wgmma_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(a, map_k, map_v);
   }
   GS_CUDA_LAUNCHED("attention_wgmma_kernel");
+#ifdef GS_ATTN_TIMELINE
+  if (tl_path) {
+    // Every launch of this configuration overwrites its file: the last one stays.
+    using namespace timeline;
+    static unsigned long long ns[kMaxCtas][kEvents + 2];
+    static long long clk[kMaxCtas][kEvents];
+    GS_CUDA_CHECK(cudaStreamSynchronize(stream));
+    GS_CUDA_CHECK(cudaMemcpyFromSymbol(ns, g_ns, sizeof(ns)));
+    GS_CUDA_CHECK(cudaMemcpyFromSymbol(clk, g_clk, sizeof(clk)));
+    const std::string name = std::string(tl_path) + "-hd" + std::to_string(C::kHeadDim) +
+                             (C::kPipelined ? "-pipe" : "-serial") + "-n" + std::to_string(C::kBlockN) +
+                             (C::kTma ? "-tma" : "") + (C::kPair ? "-pair" : "") + ".csv";
+    if (FILE* f = std::fopen(name.c_str(), "w")) {
+      const int ctas = int(std::min<int64_t>(int64_t(g.q_tiles) * g.kv_heads * a.num_splits * g.num_seqs, kMaxCtas));
+      std::fprintf(f, "cta,smid,tiles");
+      for (int e = 0; e < kEvents; ++e) std::fprintf(f, ",ns%d", e);
+      for (int e = 0; e < kEvents; ++e) std::fprintf(f, ",clk%d", e);
+      std::fprintf(f, "\n");
+      for (int c = 0; c < ctas; ++c) {
+        std::fprintf(f, "%d,%llu,%llu", c, ns[c][kEvents], ns[c][kEvents + 1]);
+        for (int e = 0; e < kEvents; ++e) std::fprintf(f, ",%llu", ns[c][e]);
+        for (int e = 0; e < kEvents; ++e) std::fprintf(f, ",%lld", clk[c][e]);
+        std::fprintf(f, "\n");
+      }
+      std::fclose(f);
+    }
+  }
+#endif
 }
 
 }  // namespace gs::cuda::attn

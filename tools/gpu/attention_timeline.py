@@ -1,0 +1,96 @@
+#!/usr/bin/env python3
+"""Where a wgmma attention launch spends its time, CTA by CTA.
+
+Reads the CSV that a -DGEMMASERVE_ATTN_TIMELINE=ON build writes for the last launch of each kernel
+configuration (GS_ATTN_TIMELINE=PREFIX; events in attention_wgmma.cuh, namespace timeline) and
+prints, over the CTAs with a full share of key tiles and over all of them:
+  - the prologue: kernel entry to barriers set up, to Q landed, to the first K tile landed, to the
+    first P·V done;
+  - the main loop (first K landed to the last warpgroup's last P·V) and its time per key tile;
+  - the epilogue (last P·V to the output stored);
+  - the gap on each SM between a CTA's end and the next CTA's entry, and the launch's span.
+Intervals within a CTA come from clock64 (one SM's counter), converted at the clock rate the
+globaltimer shows; the gaps between CTAs from globaltimer.
+
+usage: tools/gpu/attention_timeline.py CSV [CSV ...]
+"""
+import csv
+import statistics
+import sys
+
+START, SETUP, LOOKUP, QLANDED, FIRSTK, FIRSTPV, LOOPEND0, LOOPEND1, END = range(9)
+
+
+def stats(values):
+    if not values:
+        return "-"
+    v = sorted(values)
+    return f"median {v[len(v) // 2]:7.2f}  mean {sum(v) / len(v):7.2f}  p10 {v[len(v) // 10]:7.2f}  p90 {v[9 * len(v) // 10]:7.2f}"
+
+
+def report(path):
+    rows = []
+    with open(path) as f:
+        for r in csv.DictReader(f):
+            ns = [int(r[f"ns{e}"]) for e in range(9)]
+            clk = [int(r[f"clk{e}"]) for e in range(9)]
+            if ns[START] == 0 or ns[END] == 0:
+                continue  # idle CTA, or a role that did not record
+            rows.append({"smid": int(r["smid"]), "tiles": int(r["tiles"]), "ns": ns, "clk": clk})
+    if not rows:
+        print(path, ": no CTA recorded")
+        return
+    ghz = statistics.median((r["clk"][END] - r["clk"][START]) / max(1, r["ns"][END] - r["ns"][START]) for r in rows)
+    full = max(r["tiles"] for r in rows)
+    print(f"== {path}: {len(rows)} CTAs, SM clock {ghz:.3f} GHz (clock64 / globaltimer), full share {full} tiles")
+
+    def us(r, a, b):
+        return (r["clk"][b] - r["clk"][a]) / ghz / 1000.0
+
+    for label, sel in (("full-share CTAs", [r for r in rows if r["tiles"] == full]), ("all CTAs", rows)):
+        print(f"-- {label} ({len(sel)}), us:")
+        print("  entry -> setup done       ", stats([us(r, START, SETUP) for r in sel]))
+        print("  entry -> first lookup     ", stats([us(r, START, LOOKUP) for r in sel if r["clk"][LOOKUP]]))
+        print("  entry -> Q landed         ", stats([us(r, START, QLANDED) for r in sel]))
+        print("  entry -> first K landed   ", stats([us(r, START, FIRSTK) for r in sel]))
+        print("  entry -> first P.V done   ", stats([us(r, START, FIRSTPV) for r in sel]))
+        loop = [(max(r["clk"][LOOPEND0], r["clk"][LOOPEND1]) - r["clk"][FIRSTK]) / ghz / 1000.0 for r in sel]
+        print("  first K -> last P.V       ", stats(loop))
+        print("  per tile in the loop      ", stats([l / r["tiles"] for l, r in zip(loop, sel) if r["tiles"]]))
+        print("  warpgroup 1 - 0 loop end  ", stats([us(r, LOOPEND0, LOOPEND1) for r in sel]))
+        print("  loop end -> stored (wg 0) ", stats([us(r, LOOPEND0, END) for r in sel]))
+        print("  entry -> stored           ", stats([us(r, START, END) for r in sel]))
+
+    by_sm = {}
+    for r in rows:
+        by_sm.setdefault(r["smid"], []).append(r)
+    gaps, busy = [], 0
+    t0 = min(r["ns"][START] for r in rows)
+    t1 = max(max(r["ns"][END], r["ns"][LOOPEND1]) for r in rows)
+    first_starts, last_ends = [], []
+    for sm, lst in by_sm.items():
+        lst.sort(key=lambda r: r["ns"][START])
+        for a, b in zip(lst, lst[1:]):
+            gaps.append((b["ns"][START] - max(a["ns"][END], a["ns"][LOOPEND1])) / 1000.0)
+        busy += sum(max(r["ns"][END], r["ns"][LOOPEND1]) - r["ns"][START] for r in lst)
+        first_starts.append((lst[0]["ns"][START] - t0) / 1000.0)
+        last_ends.append((t1 - max(lst[-1]["ns"][END], lst[-1]["ns"][LOOPEND1])) / 1000.0)
+    span = (t1 - t0) / 1000.0
+    print(f"-- launch: span {span:.1f} us over {len(by_sm)} SMs, CTAs busy {busy / 1000.0 / (span * len(by_sm)):.1%}"
+          f" of SM time, {len(rows) / len(by_sm):.2f} CTAs per SM")
+    print("  gap between CTAs on an SM ", stats(gaps))
+    print("  SM idle before its first  ", stats(first_starts))
+    print("  SM idle after its last    ", stats(last_ends))
+
+
+def main():
+    if len(sys.argv) < 2:
+        print(__doc__)
+        return 2
+    for p in sys.argv[1:]:
+        report(p)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
