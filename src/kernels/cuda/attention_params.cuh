@@ -39,6 +39,8 @@ struct TileArgs {
   int tma_box_rows = 0;              // wgmma TMA variants: keys per TMA box (set by their launcher)
   int key_align = 0;                 // wgmma kernels: key tiles start at a multiple of this (0: of
                                      // the tile's keys); set by their launcher
+  int tma_q = 0;                     // wgmma kernels: Q loaded and O stored by TMA where a tile is
+                                     // whole (set by their launcher)
 };
 
 // The tile kernels the dispatcher chooses from (each a TileConfig instantiation, see

@@ -32,6 +32,11 @@ void launch_wgmma_kernel(TileKernel k, const TileArgs& a, const TileGrid& g, cud
 
 void encode_kv_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, int head_dim, int kv_heads, int64_t tokens,
                           int box_rows) {
+  encode_head_tensor_map(map, base, head_dim, kv_heads, tokens, 1, box_rows);
+}
+
+void encode_head_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, int head_dim, int heads, int64_t tokens,
+                            int box_heads, int box_tokens) {
   // The driver entry point through the runtime, so nothing links against libcuda.
   static const PFN_cuTensorMapEncodeTiled_v12000 encode = [] {
     void* fn = nullptr;
@@ -40,14 +45,22 @@ void encode_kv_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, int head_
     if (found != cudaDriverEntryPointSuccess || fn == nullptr) fail("attention: cuTensorMapEncodeTiled not found");
     return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(fn);
   }();
-  const cuuint64_t dims[3] = {cuuint64_t(head_dim), cuuint64_t(kv_heads), cuuint64_t(tokens)};
-  const cuuint64_t strides[2] = {cuuint64_t(head_dim) * 2, cuuint64_t(kv_heads) * head_dim * 2};  // bytes, dims 1..2
-  const cuuint32_t box[3] = {64, 1, cuuint32_t(box_rows)};
+  const cuuint64_t dims[3] = {cuuint64_t(head_dim), cuuint64_t(heads), cuuint64_t(tokens)};
+  const cuuint64_t strides[2] = {cuuint64_t(head_dim) * 2, cuuint64_t(heads) * head_dim * 2};  // bytes, dims 1..2
+  const cuuint32_t box[3] = {64, cuuint32_t(box_heads), cuuint32_t(box_tokens)};
   const cuuint32_t elem_strides[3] = {1, 1, 1};
   const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, const_cast<__nv_bfloat16*>(base), dims, strides,
                             box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS) fail("attention: cuTensorMapEncodeTiled failed with CUresult " + std::to_string(int(r)));
+}
+
+bool wgmma_tma_q_enabled() {
+  static const bool on = [] {
+    const char* e = std::getenv("GS_ATTN_TMA_QO");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
 }
 
 int wgmma_key_align() {

@@ -93,8 +93,8 @@ struct WgConfig {
   static constexpr uint32_t kOffK = kQBytes;
   static constexpr uint32_t kOffV = kOffK + kStages * kTileBytes;
   static constexpr uint32_t kOffX = kOffV + kStages * kTileBytes;
-  static constexpr uint32_t kOffBar = kOffX + kXBytes;      // 4 barriers per stage
-  static constexpr uint32_t kOffRows = kOffBar + 4 * kStages * 8;
+  static constexpr uint32_t kOffBar = kOffX + kXBytes;      // 4 barriers per stage, then Q's
+  static constexpr uint32_t kOffRows = kOffBar + (4 * kStages + 1) * 8;
   static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kOffRows + (kPair ? 2 : 1) * kBlockM * 4;
   static_assert(kDimsPerWg == 256, "one m64n256 accumulator per consumer warpgroup");
   static_assert(kSmemBytes <= 232448, "over the 227 KB a CTA may use");
@@ -177,6 +177,18 @@ __device__ __forceinline__ void tma_load_3d_multicast(uint32_t dst, const CUtens
       " [%0], [%1, {%2, %3, %4}], [%5], %6;\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(bar), "h"(mask)
       : "memory");
+}
+// One TMA box from shared memory to a rank-3 tensor, in this thread's bulk group.
+__device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, uint32_t src, int c0, int c1, int c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];\n" ::"l"(
+                   reinterpret_cast<uint64_t>(map)),
+               "r"(c0), "r"(c1), "r"(c2), "r"(src)
+               : "memory");
+}
+// Commits this thread's bulk stores and waits until they have read their shared memory (the
+// global writes may still be in flight: the CTA may exit).
+__device__ __forceinline__ void tma_store_commit_and_wait_read() {
+  asm volatile("cp.async.bulk.commit_group;\ncp.async.bulk.wait_group.read 0;\n" ::: "memory");
 }
 // Arrives on the barrier at the same offset in CTA `cta` of the cluster.
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
@@ -261,7 +273,8 @@ __device__ __forceinline__ void note(int tiles) {
 template <class C>
 __global__ void __launch_bounds__(C::kThreads, 1)
     attention_wgmma_kernel(const TileArgs a, const __grid_constant__ CUtensorMap tma_k,
-                           const __grid_constant__ CUtensorMap tma_v) {
+                           const __grid_constant__ CUtensorMap tma_v, const __grid_constant__ CUtensorMap tma_q,
+                           const __grid_constant__ CUtensorMap tma_o) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int HD = C::kHeadDim, BM = C::kBlockM, BN = C::kBlockN, ST = C::kStages;
   constexpr bool SPLIT = C::kSplitD;
@@ -280,6 +293,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   auto full_v = [&](int s) { return bars + 8u * (ST + s); };
   auto empty_k = [&](int s) { return bars + 8u * (2 * ST + s); };
   auto empty_v = [&](int s) { return bars + 8u * (3 * ST + s); };
+  const uint32_t q_full = bars + 8u * (4 * ST);  // the Q tile landed (TMA)
   int* sRowPos = reinterpret_cast<int*>(smem + C::kOffRows);
 
   const CtaPlace cta = cta_place(a, BM);
@@ -295,6 +309,12 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   const int range_rows = paired ? 2 * BM : BM;  // rows whose keys this CTA visits
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
 
+  // Q by TMA boxes of 64 rows (64 / group tokens x group heads x 64 columns) when the launcher
+  // made the tensor maps (a.tma_q) and every row of the tile is a query row of this sequence; a
+  // tile cut by the sequence's end keeps the cp.async gather (a box would read the next
+  // sequence's tokens, and its store would overwrite them).
+  const bool q_by_tma = a.tma_q && cta.row0 + BM <= cta.rows;
+
   // ---- set-up, all threads: barriers, row positions ----
   if (tid == 0) {
     for (int s = 0; s < ST; ++s) {
@@ -302,7 +322,20 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       // One arrival per consumer warp, of both CTAs when paired.
       wg::mbar_init(empty_k(s), paired ? 16 : 8), wg::mbar_init(empty_v(s), paired ? 16 : 8);
     }
-    if (paired) asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    if (q_by_tma) wg::mbar_init(q_full, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    if (q_by_tma) {
+      // Issued first of all loads: the first S waits for Q, and a 16-byte gather of it by the
+      // consumers took ~4 us per CTA (timeline, H200), a tenth of a W1024 CTA.
+      wg::mbar_arrive_expect_tx(q_full, C::kQBytes);
+      const int t0 = cta.q0 + cta.row0 / a.group;
+#pragma unroll
+      for (int b = 0; b < BM / 64; ++b)
+#pragma unroll
+        for (int slab = 0; slab < HD / 64; ++slab)
+          wg::tma_load_3d(sQ + slab * (BM * 128) + b * 64 * 128, &tma_q, slab * 64, cta.kvh * a.group,
+                          t0 + b * (64 / a.group), q_full);
+    }
   }
   // Positions of this CTA's rows, then (paired) of the partner's.
   for (int r = tid; r < range_rows; r += C::kThreads) {
@@ -449,23 +482,27 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   }
   wg::setmaxnreg_inc<C::kConsumerRegs>();
 
-  // The Q tile (zero rows past the end), by the consumers alone: the producer has already
-  // started on K/V meanwhile.
-  for (int i = tid; i < BM * C::kChunks; i += C::kConsumerThreads) {
-    const int r = i / C::kChunks, c = i % C::kChunks, pr = cta.row0 + r;
-    const bool ok = pr < cta.rows;
-    const bf16* src = a.q;
-    if (ok) {
-      const int t = cta.q0 + pr / a.group, head = cta.kvh * a.group + pr % a.group;
-      src = a.q + (int64_t(t) * a.num_q_heads + head) * HD + c * 8;
+  if (q_by_tma) {
+    wg::mbar_wait(q_full, 0);
+  } else {
+    // The Q tile (zero rows past the end), by the consumers alone: the producer has already
+    // started on K/V meanwhile.
+    for (int i = tid; i < BM * C::kChunks; i += C::kConsumerThreads) {
+      const int r = i / C::kChunks, c = i % C::kChunks, pr = cta.row0 + r;
+      const bool ok = pr < cta.rows;
+      const bf16* src = a.q;
+      if (ok) {
+        const int t = cta.q0 + pr / a.group, head = cta.kvh * a.group + pr % a.group;
+        src = a.q + (int64_t(t) * a.num_q_heads + head) * HD + c * 8;
+      }
+      const uint32_t dst = sQ + (c >> 3) * (BM * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
     }
-    const uint32_t dst = sQ + (c >> 3) * (BM * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
+    cp_async_commit();
+    cp_async_wait<0>();
+    wg::fence_proxy_async();
+    wg::consumer_bar_sync();
   }
-  cp_async_commit();
-  cp_async_wait<0>();
-  wg::fence_proxy_async();
-  wg::consumer_bar_sync();
   GS_TL_MARK(tid == 0, kQLanded);
 
   // ---- consumer warpgroups ----
@@ -707,6 +744,38 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 1);
     l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 2);
   }
+  if (a.tma_q && a.num_splits == 1 && cta.row0 + wg_row0 + 64 <= cta.rows) {
+    // The normalised bf16 O goes into this warpgroup's part of the Q tile, in the same swizzled
+    // slabs, and leaves by TMA boxes. The 64 scattered 4-byte stores per thread of the path below
+    // took ~4 us per CTA (timeline, H200). Only this warpgroup reads these Q rows (hd256) or
+    // columns (hd512), and its last S has completed. The 4 lanes of a row write one 16-byte
+    // chunk, the 8 rows of a warp 8 different chunk positions: no bank conflicts.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = r_lo + 8 * h;
+      const float inv = l_run[h] > 0.f ? 1.f / l_run[h] : 0.f;
+      const uint32_t row = sQ + (dim0 >> 6) * (BM * 128) + r * 128 + (lane & 3) * 4;
+#pragma unroll
+      for (int j = 0; j < 32; ++j) {
+        const uint32_t dst = row + (j >> 3) * (BM * 128) + (((j & 7) ^ (r & 7)) << 4);
+        const uint32_t v = pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst), "r"(v) : "memory");
+      }
+    }
+    wg::fence_proxy_async();  // the stores above, before the TMA engine reads them
+    asm volatile("bar.sync %0, 128;\n" ::"r"(2 + wgi) : "memory");
+    if (tq == 0) {
+      const int t0 = cta.q0 + (cta.row0 + wg_row0) / a.group;
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        const int slab = (dim0 >> 6) + i;
+        wg::tma_store_3d(&tma_o, sQ + slab * (BM * 128) + wg_row0 * 128, slab * 64, cta.kvh * a.group, t0);
+      }
+      wg::tma_store_commit_and_wait_read();
+    }
+    GS_TL_MARK(tid == 0, kEnd);
+    return;
+  }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int pr = cta.row0 + r_lo + 8 * h;
@@ -742,6 +811,12 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 // lines of a slab, in the same swizzled layout the cp.async path writes. Defined in attention_wgmma.cu.
 void encode_kv_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, int head_dim, int kv_heads, int64_t tokens,
                           int box_rows);
+// The same for Q or O ([tokens][heads][d]), boxes of box_heads heads x box_tokens tokens.
+void encode_head_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, int head_dim, int heads, int64_t tokens,
+                            int box_heads, int box_tokens);
+// Whether the wgmma kernels load Q and store O by TMA (default; GS_ATTN_TMA_QO=0 turns it off
+// for A/B runs). Defined in attention_wgmma.cu.
+bool wgmma_tma_q_enabled();
 
 // Where the wgmma kernels' key tiles start: at the first visible key rounded down to 16 (TMA
 // boxes of 8 or 16 keys then never straddle a page), or, with GS_ATTN_ALIGNED_TILES=1 (A/B runs),
@@ -751,8 +826,15 @@ int wgmma_key_align();
 template <class C>
 void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t stream) {
   TileArgs a = a_in;
-  CUtensorMap map_k{}, map_v{};
+  CUtensorMap map_k{}, map_v{}, map_q{}, map_o{};
   a.tma_box_rows = 0;
+  // Q and O as [tokens][query heads][d]: boxes of 64 rows = 64 / group tokens x group heads.
+  a.tma_q = 0;
+  if (wgmma_tma_q_enabled() && a.group >= 1 && 64 % a.group == 0 && a.num_tokens > 0) {
+    encode_head_tensor_map(&map_q, a.q, C::kHeadDim, a.num_q_heads, a.num_tokens, a.group, 64 / a.group);
+    encode_head_tensor_map(&map_o, a.out, C::kHeadDim, a.num_q_heads, a.num_tokens, a.group, 64 / a.group);
+    a.tma_q = 1;
+  }
   a.key_align = wgmma_key_align();
   if constexpr (C::kTma) {
     // Boxes must not straddle a page (pages are not contiguous in the pool) and must tile 64 keys.
@@ -795,10 +877,10 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
     attr.val.clusterDim.x = 2, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
-    GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, attention_wgmma_kernel<C>, a, map_k, map_v));
+    GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, attention_wgmma_kernel<C>, a, map_k, map_v, map_q, map_o));
   } else {
     const dim3 grid(g.q_tiles, g.kv_heads * a.num_splits, g.num_seqs);
-    attention_wgmma_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(a, map_k, map_v);
+    attention_wgmma_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(a, map_k, map_v, map_q, map_o);
   }
   GS_CUDA_LAUNCHED("attention_wgmma_kernel");
 #ifdef GS_ATTN_TIMELINE
