@@ -322,20 +322,23 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       // One arrival per consumer warp, of both CTAs when paired.
       wg::mbar_init(empty_k(s), paired ? 16 : 8), wg::mbar_init(empty_v(s), paired ? 16 : 8);
     }
-    if (q_by_tma) wg::mbar_init(q_full, 1);
+    if (paired) asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
+  if (q_by_tma && tid == C::kConsumerThreads) {
+    // Issued first of all loads, by a thread that reads no row position (those reads start the
+    // chain to the first K tile): the first S waits for Q, and a 16-byte gather of it by the
+    // consumers took ~4 us per CTA (timeline, H200), a tenth of a W1024 CTA. The consumers wait
+    // on q_full only after the barrier below, which orders this init before their waits.
+    wg::mbar_init(q_full, 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    if (q_by_tma) {
-      // Issued first of all loads: the first S waits for Q, and a 16-byte gather of it by the
-      // consumers took ~4 us per CTA (timeline, H200), a tenth of a W1024 CTA.
-      wg::mbar_arrive_expect_tx(q_full, C::kQBytes);
-      const int t0 = cta.q0 + cta.row0 / a.group;
+    wg::mbar_arrive_expect_tx(q_full, C::kQBytes);
+    const int t0 = cta.q0 + cta.row0 / a.group;
 #pragma unroll
-      for (int b = 0; b < BM / 64; ++b)
+    for (int b = 0; b < BM / 64; ++b)
 #pragma unroll
-        for (int slab = 0; slab < HD / 64; ++slab)
-          wg::tma_load_3d(sQ + slab * (BM * 128) + b * 64 * 128, &tma_q, slab * 64, cta.kvh * a.group,
-                          t0 + b * (64 / a.group), q_full);
-    }
+      for (int slab = 0; slab < HD / 64; ++slab)
+        wg::tma_load_3d(sQ + slab * (BM * 128) + b * 64 * 128, &tma_q, slab * 64, cta.kvh * a.group,
+                        t0 + b * (64 / a.group), q_full);
   }
   // Positions of this CTA's rows, then (paired) of the partner's.
   for (int r = tid; r < range_rows; r += C::kThreads) {
@@ -763,7 +766,9 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       }
     }
     wg::fence_proxy_async();  // the stores above, before the TMA engine reads them
-    asm volatile("bar.sync %0, 128;\n" ::"r"(2 + wgi) : "memory");
+    // This warpgroup's 128 threads only (named barriers 2 and 3; 1 is both consumer warpgroups').
+    if (wgi == 0) asm volatile("bar.sync 2, 128;\n" ::: "memory");
+    else asm volatile("bar.sync 3, 128;\n" ::: "memory");
     if (tq == 0) {
       const int t0 = cta.q0 + (cta.row0 + wg_row0) / a.group;
 #pragma unroll
