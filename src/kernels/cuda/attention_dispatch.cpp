@@ -116,6 +116,22 @@ void validate(const Tensor& q, const AttentionBatch& b, KvGroup group, const KvP
   }
 }
 
+// Whether every sequence's rows are its last q_len positions (row i at kv_len - q_len + i), as in
+// prefill and decode steps that append to the cache: the wgmma kernels then compute a row's
+// position instead of loading it. Needs the host mirrors; without them, false (load them).
+bool rows_end_their_context(const AttentionBatch& b) {
+  if (int(b.h_positions.size()) != b.num_tokens || int(b.h_q_start.size()) != b.num_seqs + 1 ||
+      int(b.h_kv_len.size()) != b.num_seqs)
+    return false;
+  for (int s = 0; s < b.num_seqs; ++s) {
+    const int q0 = b.h_q_start[size_t(s)], q1 = b.h_q_start[size_t(s) + 1];
+    const int first = b.h_kv_len[size_t(s)] - (q1 - q0);
+    for (int t = q0; t < q1; ++t)
+      if (b.h_positions[size_t(t)] != first + (t - q0)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 namespace attn {
@@ -273,6 +289,7 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
   a.scale_log2 = p.scale * 1.4426950408889634f;
   a.num_tokens = batch.num_tokens;
   a.pool_pages = pool.num_pages;
+  if (is_wgmma_kernel(plan.kernel)) a.rows_end_context = rows_end_their_context(batch) ? 1 : 0;
 
   plan.grid.q_tiles = int((rows + info.rows - 1) / info.rows);
   plan.grid.kv_heads = nkv;

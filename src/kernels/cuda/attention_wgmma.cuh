@@ -340,10 +340,14 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         wg::tma_load_3d(sQ + slab * (BM * 128) + b * 64 * 128, &tma_q, slab * 64, cta.kvh * a.group,
                         t0 + b * (64 / a.group), q_full);
   }
-  // Positions of this CTA's rows, then (paired) of the partner's.
+  // Positions of this CTA's rows, then (paired) of the partner's. Computed where the rows end
+  // their sequences' contexts (prefill, chunked prefill): a global load less on the chain to the
+  // first K tile (row positions -> key range -> page table -> K).
   for (int r = tid; r < range_rows; r += C::kThreads) {
     const int pr = r < BM ? cta.row0 + r : partner_row0 + r - BM;
-    sRowPos[r] = pr < cta.rows ? a.positions[cta.q0 + pr / a.group] : -1;
+    sRowPos[r] = pr >= cta.rows        ? -1
+                 : a.rows_end_context ? cta.first_new_key + pr / a.group
+                                      : a.positions[cta.q0 + pr / a.group];
   }
   __syncthreads();
   if (paired) wg::cluster_sync();  // both CTAs' barriers initialised before either touches the other's
