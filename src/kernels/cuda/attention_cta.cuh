@@ -24,20 +24,24 @@ struct CtaPlace {
   __device__ bool idle() const { return row0 >= rows; }
 };
 
-__device__ __forceinline__ CtaPlace cta_place(const TileArgs& a, int block_m) {
+// The CTA at grid position (bx, by, blockIdx.z) of a grid of gridDim.x query tiles.
+__device__ __forceinline__ CtaPlace cta_place_at(const TileArgs& a, int block_m, int bx, int by) {
   CtaPlace c;
   c.seq = blockIdx.z;
-  c.kvh = blockIdx.y / a.num_splits;
-  c.split = blockIdx.y % a.num_splits;
+  c.kvh = by / a.num_splits;
+  c.split = by % a.num_splits;
   c.q0 = a.q_start[c.seq];
   c.q_len = a.q_start[c.seq + 1] - c.q0;
   c.rows = c.q_len * a.group;
-  c.q_tile = gridDim.x - 1 - blockIdx.x;
+  c.q_tile = gridDim.x - 1 - bx;
   c.row0 = c.q_tile * block_m;
   c.kv_len = a.kv_len[c.seq];
   c.first_new_key = c.kv_len - c.q_len;
   c.page_table = a.page_table + int64_t(c.seq) * a.max_pages;
   return c;
+}
+__device__ __forceinline__ CtaPlace cta_place(const TileArgs& a, int block_m) {
+  return cta_place_at(a, block_m, blockIdx.x, blockIdx.y);
 }
 
 // The key tiles of bn keys that the CTA's split visits: those its rows, at positions
