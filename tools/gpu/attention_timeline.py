@@ -25,7 +25,8 @@ def stats(values):
     if not values:
         return "-"
     v = sorted(values)
-    return f"median {v[len(v) // 2]:7.2f}  mean {sum(v) / len(v):7.2f}  p10 {v[len(v) // 10]:7.2f}  p90 {v[9 * len(v) // 10]:7.2f}"
+    n = len(v)
+    return f"median {v[n // 2]:7.2f}  mean {sum(v) / n:7.2f}  p10 {v[n // 10]:7.2f}  p90 {v[9 * n // 10]:7.2f}"
 
 
 def report(path):

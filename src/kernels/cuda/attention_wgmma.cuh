@@ -10,6 +10,13 @@
 // of 16-token pages with per-key validity is what cp.async's zero fill does for free; the layout
 // it writes is exactly the one TMA's 128-byte swizzle would.
 //
+// Q and O cross by TMA where a query tile is whole (every row a query row of its sequence): a
+// producer thread issues Q's boxes at kernel entry, completing on their own mbarrier, and each
+// consumer warpgroup writes its normalised O into its part of the Q tile and sends it out as
+// boxes. Per CTA that took the start-to-first-S time from 5.7 to 2.6 us and the epilogue from 4.3
+// to 1.7 us (hd256 W1024, H200, tools/gpu/attention_timeline.py). A tile cut by its sequence's
+// end gathers Q with cp.async and stores O directly, as the split partials always are.
+//
 // Shared-memory layout of every operand tile (Q, K, V): 128-byte-swizzled "slabs" of 64 head-dim
 // columns: slab s holds columns [64s, 64s + 64) of every row, one 128-byte line per row, and the
 // 16-byte chunk c of row r sits at chunk position c ^ (r & 7). Slabs start 1024-byte aligned. This
@@ -39,15 +46,12 @@
 #include <atomic>
 #include <climits>
 #include <cstdint>
-#ifdef GS_ATTN_TIMELINE
-#include <cstdio>
-#include <cstdlib>
 #include <string>
-#endif
 
 #include "kernels/cuda/attention_cta.cuh"
 #include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/attention_params.cuh"
+#include "kernels/cuda/attention_timeline.cuh"
 #include "kernels/cuda/attention_wgmma_ops.cuh"
 #include "kernels/cuda/cuda_check.h"
 
@@ -222,61 +226,15 @@ __device__ __forceinline__ T pick(const T (&v)[N], int i) {
   return x;
 }
 
-#ifdef GS_ATTN_TIMELINE
-// Diagnostic builds only (-DGS_ATTN_TIMELINE, tools/gpu/attention_timeline.sh): thread 0 of each
-// CTA role records when it reaches the points below, so a launch's per-CTA prologue, main loop,
-// epilogue and the gaps between CTAs on one SM can be read off (tools/gpu/attention_timeline.py).
-// Production builds compile none of it.
-namespace timeline {
-enum Event : int {
-  kStart,          // kernel entry
-  kSetup,          // barriers and row positions ready
-  kFirstLookup,    // producer: page table of the first tile read
-  kQLanded,        // consumers: Q in shared memory
-  kFirstK,         // consumer warpgroup 0: first K tile landed
-  kFirstPv,        // consumer warpgroup 0: first P·V complete
-  kLoopEnd0,       // consumer warpgroup 0: last P·V complete
-  kLoopEnd1,       // consumer warpgroup 1: last P·V complete
-  kEnd,            // consumer warpgroup 0: output stored
-  kEvents
-};
-constexpr int kMaxCtas = 16384;
-// [cta][event] globaltimer (ns) and clock64; [cta][kEvents] holds smid and the tile count.
-__device__ unsigned long long g_ns[kMaxCtas][kEvents + 2];
-__device__ long long g_clk[kMaxCtas][kEvents];
-__device__ __forceinline__ void mark(int e) {
-  const int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-  if (cta >= kMaxCtas) return;
-  unsigned long long ns;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
-  g_ns[cta][e] = ns;
-  g_clk[cta][e] = clock64();
-}
-__device__ __forceinline__ void note(int tiles) {
-  const int cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-  if (cta >= kMaxCtas) return;
-  unsigned smid;
-  asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
-  g_ns[cta][kEvents] = smid, g_ns[cta][kEvents + 1] = unsigned(tiles);
-}
-}  // namespace timeline
-#define GS_TL_MARK(cond, e) \
-  do {                      \
-    if (cond) timeline::mark(timeline::e); \
-  } while (0)
-#else
-#define GS_TL_MARK(cond, e) \
-  do {                      \
-  } while (0)
-#endif
 
-// Which grid cell (query tile x, KV head × split y) this CTA takes, given that the hardware starts
-// CTAs in blockIdx order, x fastest. Each head's query tiles still run longest first, head after head (its K/V
-// stay in L2 while its tiles pass), except the shortest eighth of every head (the first tiles of
-// a causal or windowed prefill, which see the fewest keys): those are held back to the end of the
-// launch, longest first across all heads, to fill the SMs that finish early in the last wave.
-// (Every tile heads-fastest lost 1-2% to L2 misses, H200 2026-11-26.) `unit`: CTAs of a cluster,
-// which stay adjacent query tiles of one head.
+// Which grid cell (query tile x, KV head × split y) this CTA takes, given that the hardware
+// starts CTAs in blockIdx order, x fastest. Each head's query tiles still run longest first, head
+// after head (its K/V stay in L2 while its tiles pass), except the shortest eighth of every head
+// (the first tiles of a causal or windowed prefill, which see the fewest keys): those are held
+// back to the end of the launch, longest first across all heads, to fill the SMs that finish
+// early in the last wave (idle SM time after the last CTA 14.7 -> 4.5 us on hd256 W1024). Every
+// tile heads-fastest lost 1-2% to L2 misses (H200, 2026-11-26). `unit`: CTAs of a cluster, which
+// stay adjacent query tiles of one head.
 struct GridPos {
   int x, y;
 };
@@ -390,9 +348,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, false, BN, a.key_align);
   const int key0 = kt.key0, n_tiles = kt.count;
   GS_TL_MARK(tid == 0, kSetup);
-#ifdef GS_ATTN_TIMELINE
-  if (tid == 0) timeline::note(n_tiles);
-#endif
+  GS_TL_NOTE_TILES(tid == 0, n_tiles);
 
   if (warp >= 8) {
     // ---- producer warpgroup: K then V of each tile, as soon as the consumers free the stage ----
@@ -891,14 +847,7 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
                                        int(C::kSmemBytes)));
     done_devices.fetch_or(bit, std::memory_order_acq_rel);
   }
-#ifdef GS_ATTN_TIMELINE
-  const char* tl_path = std::getenv("GS_ATTN_TIMELINE");
-  if (tl_path) {
-    void* p = nullptr;
-    GS_CUDA_CHECK(cudaGetSymbolAddress(&p, timeline::g_ns));
-    GS_CUDA_CHECK(cudaMemsetAsync(p, 0, sizeof(timeline::g_ns), stream));
-  }
-#endif
+  const bool recording = timeline::begin(stream);
   if (C::kPair && a.tma_box_rows > 0 && g.q_tiles > 1) {
     // Clusters of two along x: an even number of query tiles (a CTA past the rows exits at once).
     // (One query tile, as in decode and verify batches: no partner, plain launch.)
@@ -918,34 +867,11 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
     attention_wgmma_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(a, map_k, map_v, map_q, map_o);
   }
   GS_CUDA_LAUNCHED("attention_wgmma_kernel");
-#ifdef GS_ATTN_TIMELINE
-  if (tl_path) {
-    // Every launch of this configuration overwrites its file: the last one stays.
-    using namespace timeline;
-    static unsigned long long ns[kMaxCtas][kEvents + 2];
-    static long long clk[kMaxCtas][kEvents];
-    GS_CUDA_CHECK(cudaStreamSynchronize(stream));
-    GS_CUDA_CHECK(cudaMemcpyFromSymbol(ns, g_ns, sizeof(ns)));
-    GS_CUDA_CHECK(cudaMemcpyFromSymbol(clk, g_clk, sizeof(clk)));
-    const std::string name = std::string(tl_path) + "-hd" + std::to_string(C::kHeadDim) +
-                             (C::kPipelined ? "-pipe" : "-serial") + "-n" + std::to_string(C::kBlockN) +
-                             (C::kTma ? "-tma" : "") + (C::kPair ? "-pair" : "") + ".csv";
-    if (FILE* f = std::fopen(name.c_str(), "w")) {
-      const int ctas = int(std::min<int64_t>(int64_t(g.q_tiles) * g.kv_heads * a.num_splits * g.num_seqs, kMaxCtas));
-      std::fprintf(f, "cta,smid,tiles");
-      for (int e = 0; e < kEvents; ++e) std::fprintf(f, ",ns%d", e);
-      for (int e = 0; e < kEvents; ++e) std::fprintf(f, ",clk%d", e);
-      std::fprintf(f, "\n");
-      for (int c = 0; c < ctas; ++c) {
-        std::fprintf(f, "%d,%llu,%llu", c, ns[c][kEvents], ns[c][kEvents + 1]);
-        for (int e = 0; e < kEvents; ++e) std::fprintf(f, ",%llu", ns[c][e]);
-        for (int e = 0; e < kEvents; ++e) std::fprintf(f, ",%lld", clk[c][e]);
-        std::fprintf(f, "\n");
-      }
-      std::fclose(f);
-    }
-  }
-#endif
+  if (recording)
+    timeline::end(recording,
+                  "hd" + std::to_string(C::kHeadDim) + (C::kPipelined ? "-pipe" : "-serial") + "-n" +
+                      std::to_string(C::kBlockN) + (C::kTma ? "-tma" : "") + (C::kPair ? "-pair" : ""),
+                  int64_t(g.q_tiles + 1) * g.kv_heads * a.num_splits * g.num_seqs, stream);
 }
 
 }  // namespace gs::cuda::attn
