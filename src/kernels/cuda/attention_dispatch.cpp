@@ -116,23 +116,21 @@ void validate(const Tensor& q, const AttentionBatch& b, KvGroup group, const KvP
   }
 }
 
-// Whether every sequence's rows are its last q_len positions (row i at kv_len - q_len + i), as in
-// prefill and decode steps that append to the cache: the wgmma kernels then compute a row's
-// position instead of loading it. Needs the host mirrors; without them, false (load them).
+}  // namespace
+
 bool rows_end_their_context(const AttentionBatch& b) {
   if (int(b.h_positions.size()) != b.num_tokens || int(b.h_q_start.size()) != b.num_seqs + 1 ||
       int(b.h_kv_len.size()) != b.num_seqs)
     return false;
   for (int s = 0; s < b.num_seqs; ++s) {
     const int q0 = b.h_q_start[size_t(s)], q1 = b.h_q_start[size_t(s) + 1];
+    if (q0 < 0 || q1 < q0 || q1 > b.num_tokens) return false;
     const int first = b.h_kv_len[size_t(s)] - (q1 - q0);
     for (int t = q0; t < q1; ++t)
       if (b.h_positions[size_t(t)] != first + (t - q0)) return false;
   }
   return true;
 }
-
-}  // namespace
 
 namespace attn {
 
