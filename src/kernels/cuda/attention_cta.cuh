@@ -40,6 +40,18 @@ __device__ __forceinline__ CtaPlace cta_place_at(const TileArgs& a, int block_m,
   c.page_table = a.page_table + int64_t(c.seq) * a.max_pages;
   return c;
 }
+// Where 16-byte chunk c of the CTA's packed query row r comes from; `ok` false for rows past
+// the sequence's end (zero-filled by the caller's copy, never read: the pointer is a.q).
+template <int HD>
+__device__ __forceinline__ const __nv_bfloat16* q_chunk_src(const TileArgs& a, const CtaPlace& cta, int r, int c,
+                                                            bool& ok) {
+  const int pr = cta.row0 + r;
+  ok = pr < cta.rows;
+  if (!ok) return a.q;
+  const int t = cta.q0 + pr / a.group, head = cta.kvh * a.group + pr % a.group;
+  return a.q + (int64_t(t) * a.num_q_heads + head) * HD + c * 8;
+}
+
 __device__ __forceinline__ CtaPlace cta_place(const TileArgs& a, int block_m) {
   return cta_place_at(a, block_m, blockIdx.x, blockIdx.y);
 }

@@ -122,13 +122,9 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const Ti
 
   pdl_enter();  // Q and this step's keys are the previous kernel's (qkv_prepare) output
   for (int i = tid; i < BM * C::kChunks; i += NT) {
-    const int r = i / C::kChunks, c = i % C::kChunks, pr = cta.row0 + r;
-    const bool ok = pr < cta.rows;
-    const bf16* src = a.q;
-    if (ok) {
-      const int t = cta.q0 + pr / a.group, head = cta.kvh * a.group + pr % a.group;
-      src = a.q + (int64_t(t) * a.num_q_heads + head) * HD + c * 8;
-    }
+    const int r = i / C::kChunks, c = i % C::kChunks;
+    bool ok;
+    const bf16* src = q_chunk_src<HD>(a, cta, r, c, ok);
     cp_async16(sQ + swz<HD>(r, c), src, ok);
   }
 

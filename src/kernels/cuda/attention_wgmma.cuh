@@ -477,13 +477,9 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     // The Q tile (zero rows past the end), by the consumers alone: the producer has already
     // started on K/V meanwhile.
     for (int i = tid; i < BM * C::kChunks; i += C::kConsumerThreads) {
-      const int r = i / C::kChunks, c = i % C::kChunks, pr = cta.row0 + r;
-      const bool ok = pr < cta.rows;
-      const bf16* src = a.q;
-      if (ok) {
-        const int t = cta.q0 + pr / a.group, head = cta.kvh * a.group + pr % a.group;
-        src = a.q + (int64_t(t) * a.num_q_heads + head) * HD + c * 8;
-      }
+      const int r = i / C::kChunks, c = i % C::kChunks;
+      bool ok;
+      const bf16* src = q_chunk_src<HD>(a, cta, r, c, ok);
       const uint32_t dst = sQ + (c >> 3) * (BM * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
     }
