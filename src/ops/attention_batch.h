@@ -31,6 +31,11 @@ struct AttentionBatch {
   std::vector<int> h_page_table[kNumKvGroups];
   std::vector<int> h_slot_mapping[kNumKvGroups];
   int max_pages[kNumKvGroups] = {0, 0};
+  // Every sequence's rows are its last q_len positions (row i at kv_len - q_len + i), as in
+  // prefill, chunked prefill and decode steps that append to the cache: kernels may then compute
+  // a row's position instead of loading it. Set by build_attention_batch (rows_end_their_context);
+  // false, the safe default, in a batch built by hand.
+  bool rows_end_context = false;
 };
 
 }  // namespace gs

@@ -92,6 +92,7 @@ AttentionBatch build_attention_batch(Backend& backend, const std::vector<SeqStep
     }
   }
 
+  b.rows_end_context = rows_end_their_context(b);
   b.positions = upload_i32(backend, b.h_positions);
   b.token_seq = upload_i32(backend, b.h_token_seq);
   b.q_start = upload_i32(backend, b.h_q_start);
@@ -108,6 +109,20 @@ AttentionBatch build_attention_batch(Backend& backend, const std::vector<SeqStep
 void LinearPages::ensure(int num_tokens) {
   for (int g = 0; g < kNumKvGroups; ++g)
     while (int64_t(table[g].size()) * page_size < num_tokens) table[g].push_back(next_page[g]++);
+}
+
+bool rows_end_their_context(const AttentionBatch& b) {
+  if (int(b.h_positions.size()) != b.num_tokens || int(b.h_q_start.size()) != b.num_seqs + 1 ||
+      int(b.h_kv_len.size()) != b.num_seqs)
+    return false;
+  for (int s = 0; s < b.num_seqs; ++s) {
+    const int q0 = b.h_q_start[size_t(s)], q1 = b.h_q_start[size_t(s) + 1];
+    if (q0 < 0 || q1 < q0 || q1 > b.num_tokens) return false;
+    const int first = b.h_kv_len[size_t(s)] - (q1 - q0);
+    for (int t = q0; t < q1; ++t)
+      if (b.h_positions[size_t(t)] != first + (t - q0)) return false;
+  }
+  return true;
 }
 
 }  // namespace gs

@@ -24,6 +24,10 @@ struct SeqStep {
 // Uploads the batch tensors with `backend`. The page tables are padded with -1 to the longest.
 AttentionBatch build_attention_batch(Backend& backend, const std::vector<SeqStep>& seqs, int page_size);
 
+// Whether every sequence's rows are its last q_len positions (AttentionBatch::rows_end_context),
+// from the host mirrors; false where they are missing or inconsistent.
+bool rows_end_their_context(const AttentionBatch& b);
+
 // A trivial page allocator for tools and tests that run sequences without the engine: pages are
 // handed out in order, never freed.
 struct LinearPages {

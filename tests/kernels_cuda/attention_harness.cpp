@@ -10,6 +10,7 @@
 #include "core/tensor.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/attention_plan.cuh"
+#include "runner/batch_builder.h"
 #include "kernels/cpu/thread_pool.h"
 
 namespace gs::test {
@@ -149,6 +150,7 @@ AttnResult run_attention_case(const AttnCase& c, std::mt19937_64& rng) {
   b.page_table[int(group_id)] = upload(table, DType::I32, {S, max_pages});
   b.max_pages[int(group_id)] = max_pages;
   b.h_positions = positions, b.h_token_seq = token_seq, b.h_q_start = q_start, b.h_kv_len = kv_len;
+  b.rows_end_context = rows_end_their_context(b);  // as the runner's batch builder sets it
   b.h_mm_block = mm_block, b.h_page_table[int(group_id)] = table;
 
   const Tensor q_dev = upload(q_host, DType::BF16, {T, int64_t(nq) * d});

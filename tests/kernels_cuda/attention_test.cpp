@@ -313,29 +313,6 @@ TEST_F(Attention, WgmmaRejectsVisionOverlay) {
   EXPECT_THROW(run_attention_case(c, rng_), Error);
 }
 
-// Whether a batch's rows end their sequences' contexts (the wgmma kernels then compute the rows'
-// positions instead of loading them): host-only, so it runs where there is no GPU too.
-TEST(AttentionArgs, RowsEndTheirContext) {
-  AttentionBatch b;
-  auto batch = [&](std::vector<int> q_start, std::vector<int> kv_len, std::vector<int> positions) -> const auto& {
-    b.num_seqs = int(kv_len.size()), b.num_tokens = int(positions.size());
-    b.h_q_start = std::move(q_start), b.h_kv_len = std::move(kv_len), b.h_positions = std::move(positions);
-    return b;
-  };
-  EXPECT_TRUE(cuda::rows_end_their_context(batch({0, 3, 4}, {3, 10}, {0, 1, 2, 9})));  // prefill, decode
-  EXPECT_TRUE(cuda::rows_end_their_context(batch({0, 2, 4}, {7, 2}, {5, 6, 0, 1})));   // chunk over a prefix
-  EXPECT_TRUE(cuda::rows_end_their_context(batch({0, 0, 1}, {4, 1}, {0})));            // a sequence without rows
-  EXPECT_FALSE(cuda::rows_end_their_context(batch({0, 2}, {7}, {5, 5})));              // explicit positions
-  EXPECT_FALSE(cuda::rows_end_their_context(batch({0, 2}, {7}, {4, 5})));              // rows before the end
-  EXPECT_FALSE(cuda::rows_end_their_context(batch({0, 2}, {5}, {5, 6})));              // rows that write no K/V
-  batch({0, 3}, {3}, {0, 1, 2});
-  b.h_q_start = {0, 5};  // inconsistent mirrors
-  EXPECT_FALSE(cuda::rows_end_their_context(b));
-  batch({0, 3}, {3}, {});
-  b.num_tokens = 3;  // no host positions
-  EXPECT_FALSE(cuda::rows_end_their_context(b));
-}
-
 // Argument checks run before anything touches the GPU, so they also run where there is none.
 TEST(AttentionArgs, RejectsWhatItCannotCompute) {
   int fake = 0;

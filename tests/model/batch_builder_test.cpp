@@ -2,6 +2,9 @@
 // through both groups' page tables, and clear errors for tables that cannot serve the step.
 #include <gtest/gtest.h>
 
+#include <utility>
+#include <vector>
+
 #include "core/error.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "runner/batch_builder.h"
@@ -13,6 +16,29 @@ std::vector<int> download(Backend& be, const Tensor& t) {
   std::vector<int> v(static_cast<size_t>(t.numel()));
   be.copy_to_host(t, v.data());
   return v;
+}
+
+// Whether a batch's rows end their sequences' contexts (the wgmma attention kernels then compute
+// the rows' positions instead of loading them).
+TEST(BatchBuilder, RowsEndTheirContext) {
+  AttentionBatch b;
+  auto batch = [&](std::vector<int> q_start, std::vector<int> kv_len, std::vector<int> positions) -> const auto& {
+    b.num_seqs = int(kv_len.size()), b.num_tokens = int(positions.size());
+    b.h_q_start = std::move(q_start), b.h_kv_len = std::move(kv_len), b.h_positions = std::move(positions);
+    return b;
+  };
+  EXPECT_TRUE(rows_end_their_context(batch({0, 3, 4}, {3, 10}, {0, 1, 2, 9})));  // prefill, decode
+  EXPECT_TRUE(rows_end_their_context(batch({0, 2, 4}, {7, 2}, {5, 6, 0, 1})));   // chunk over a prefix
+  EXPECT_TRUE(rows_end_their_context(batch({0, 0, 1}, {4, 1}, {0})));            // a sequence without rows
+  EXPECT_FALSE(rows_end_their_context(batch({0, 2}, {7}, {5, 5})));              // explicit positions
+  EXPECT_FALSE(rows_end_their_context(batch({0, 2}, {7}, {4, 5})));              // rows before the end
+  EXPECT_FALSE(rows_end_their_context(batch({0, 2}, {5}, {5, 6})));              // rows that write no K/V
+  batch({0, 3}, {3}, {0, 1, 2});
+  b.h_q_start = {0, 5};  // inconsistent mirrors
+  EXPECT_FALSE(rows_end_their_context(b));
+  batch({0, 3}, {3}, {});
+  b.num_tokens = 3;  // no host positions
+  EXPECT_FALSE(rows_end_their_context(b));
 }
 
 TEST(BatchBuilder, RaggedStepWithBothGroups) {
@@ -46,6 +72,7 @@ TEST(BatchBuilder, RaggedStepWithBothGroups) {
   EXPECT_EQ(batch.h_q_start, (std::vector<int>{0, 3, 4}));
   EXPECT_EQ(batch.h_kv_len, (std::vector<int>{9, 3}));
   EXPECT_EQ(batch.h_mm_block, (std::vector<int>{-1, -1, -1, 0}));
+  EXPECT_TRUE(batch.rows_end_context);  // sequence 1's explicit position 2 is its last one too
   EXPECT_EQ(batch.max_pages[int(KvGroup::Full)], 3);
   EXPECT_EQ(batch.h_page_table[int(KvGroup::Full)], (std::vector<int>{5, 1, 7, 2, -1, -1}));
   EXPECT_EQ(batch.h_page_table[int(KvGroup::Sliding)], (std::vector<int>{-1, 3, 0, 4, -1, -1}));
@@ -76,6 +103,7 @@ TEST(BatchBuilder, QOnlyStepWritesNothing) {
   EXPECT_EQ(b.h_slot_mapping[0], (std::vector<int>{-1, -1}));
   EXPECT_TRUE(b.h_mm_block.empty());
   EXPECT_FALSE(b.mm_block.defined());
+  EXPECT_FALSE(b.rows_end_context);  // rows at positions 5, 6 of a 5-key context
 }
 
 TEST(BatchBuilder, RejectsTablesThatCannotServeTheStep) {

@@ -22,11 +22,6 @@ void paged_attention(const Tensor& q, const AttentionBatch& batch, KvGroup group
                      cudaStream_t stream);
 size_t attention_workspace_bytes(int max_tokens, int max_seqs, int num_q_heads, int head_dim);
 
-// Whether every sequence's rows are its last q_len positions (row i at kv_len - q_len + i), as in
-// prefill, chunked prefill and decode steps that append to the cache: the wgmma kernels then
-// compute a row's position instead of loading it. From the host mirrors; false without them.
-bool rows_end_their_context(const AttentionBatch& b);
-
 // Micro-benchmark of paged_attention on the current device, for `gemmaserve bench-kernels` and the
 // attention bench test: 8k-token prefills (hd 512 causal, hd 256 sliding), decode batches of 64 at
 // 4k context and a verify batch, on random data in a shuffled paged cache. Medians of `reps` calls

@@ -91,6 +91,7 @@ std::vector<AttentionBenchResult> run_shape(const BenchShape& s, int reps, bool 
   b.max_pages[int(g)] = pages_per_seq;
   b.h_positions = positions, b.h_token_seq = token_seq, b.h_q_start = q_start, b.h_kv_len = kv_len;
   b.h_page_table[int(g)] = table;
+  b.rows_end_context = true;  // row j of every sequence sits at kv_len - q_len + j (positions above)
 
   const Tensor q = mem.tensor(DType::BF16, {T, int64_t(s.nq) * s.head_dim});
   const Tensor out = mem.tensor(DType::BF16, {T, int64_t(s.nq) * s.head_dim});

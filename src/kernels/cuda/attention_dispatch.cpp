@@ -118,20 +118,6 @@ void validate(const Tensor& q, const AttentionBatch& b, KvGroup group, const KvP
 
 }  // namespace
 
-bool rows_end_their_context(const AttentionBatch& b) {
-  if (int(b.h_positions.size()) != b.num_tokens || int(b.h_q_start.size()) != b.num_seqs + 1 ||
-      int(b.h_kv_len.size()) != b.num_seqs)
-    return false;
-  for (int s = 0; s < b.num_seqs; ++s) {
-    const int q0 = b.h_q_start[size_t(s)], q1 = b.h_q_start[size_t(s) + 1];
-    if (q0 < 0 || q1 < q0 || q1 > b.num_tokens) return false;
-    const int first = b.h_kv_len[size_t(s)] - (q1 - q0);
-    for (int t = q0; t < q1; ++t)
-      if (b.h_positions[size_t(t)] != first + (t - q0)) return false;
-  }
-  return true;
-}
-
 namespace attn {
 
 TileKernelInfo tile_kernel_info(TileKernel k) {
@@ -287,7 +273,7 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
   a.scale_log2 = p.scale * 1.4426950408889634f;
   a.num_tokens = batch.num_tokens;
   a.pool_pages = pool.num_pages;
-  if (is_wgmma_kernel(plan.kernel)) a.rows_end_context = rows_end_their_context(batch) ? 1 : 0;
+  a.rows_end_context = is_wgmma_kernel(plan.kernel) && batch.rows_end_context ? 1 : 0;
 
   plan.grid.q_tiles = int((rows + info.rows - 1) / info.rows);
   plan.grid.kv_heads = nkv;

@@ -41,10 +41,10 @@ struct TileArgs {
                                      // the tile's keys); set by their launcher
   int tma_q = 0;                     // wgmma kernels: Q loaded and O stored by TMA where a tile is
                                      // whole (set by their launcher)
-  int rows_end_context = 0;          // wgmma kernels: every sequence's rows sit at its last q_len
-                                     // positions (kv_len - q_len + i), so a row's position needs no
-                                     // load. A property of the batch like `positions`: a graph that
-                                     // replays these args must only see batches where it holds.
+  int rows_end_context = 0;          // wgmma kernels: AttentionBatch::rows_end_context, so a row's
+                                     // position needs no load. A property of the batch like
+                                     // `positions`: a graph that replays these args must only see
+                                     // batches where it holds.
 };
 
 // The tile kernels the dispatcher chooses from (each a TileConfig instantiation, see
