@@ -24,21 +24,25 @@ struct CtaPlace {
   __device__ bool idle() const { return row0 >= rows; }
 };
 
-// The CTA at grid position (bx, by, blockIdx.z) of a grid of gridDim.x query tiles.
-__device__ __forceinline__ CtaPlace cta_place_at(const TileArgs& a, int block_m, int bx, int by) {
+// The grid cell of query tile q_tile, kv head × split `by`, sequence `seq`.
+__device__ __forceinline__ CtaPlace cta_place_cell(const TileArgs& a, int block_m, int q_tile, int by, int seq) {
   CtaPlace c;
-  c.seq = blockIdx.z;
+  c.seq = seq;
   c.kvh = by / a.num_splits;
   c.split = by % a.num_splits;
   c.q0 = a.q_start[c.seq];
   c.q_len = a.q_start[c.seq + 1] - c.q0;
   c.rows = c.q_len * a.group;
-  c.q_tile = gridDim.x - 1 - bx;
+  c.q_tile = q_tile;
   c.row0 = c.q_tile * block_m;
   c.kv_len = a.kv_len[c.seq];
   c.first_new_key = c.kv_len - c.q_len;
   c.page_table = a.page_table + int64_t(c.seq) * a.max_pages;
   return c;
+}
+// The CTA at grid position (bx, by, blockIdx.z) of a grid of gridDim.x query tiles.
+__device__ __forceinline__ CtaPlace cta_place_at(const TileArgs& a, int block_m, int bx, int by) {
+  return cta_place_cell(a, block_m, int(gridDim.x) - 1 - bx, by, int(blockIdx.z));
 }
 // Where 16-byte chunk c of the CTA's packed query row r comes from; `ok` false for rows past
 // the sequence's end (zero-filled by the caller's copy, never read: the pointer is a.q).

@@ -142,6 +142,7 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
     case TileKernel::Hd256WgmmaSerialN128: return {"hd256 wgmma serial, 128-key tiles (sm_90a)", 256, 128, 128};
     case TileKernel::Hd512WgmmaSerialTmaPair:
       return {"hd512 wgmma split d, serial, TMA, CTA pairs (sm_90a)", 512, 64, 64};
+    case TileKernel::Hd256WgmmaPersistent: return {"hd256 wgmma serial, persistent (sm_90a)", 256, 128, 64};
     case TileKernel::Hd512Split8: return {"hd512 decode 8 warps split d, 32 keys x3", 512, 16, 32};
     case TileKernel::Hd512Split8Fine: return {"hd512 decode 8 warps split d, 16 keys x6", 512, 16, 16};
     case TileKernel::Hd512Split8Pair: return {"hd512 decode 8 warps split d, 16 keys x3, 2/SM", 512, 16, 16};
@@ -303,14 +304,16 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
   return plan;
 }
 
-// Arrival counters of the fused split combine, one zeroed buffer per (device, stream), allocated
-// on the first launch of that stream and kept for the process: kernels of one stream run in
-// order, and each split launch leaves its counters at zero, so the buffer never needs a memset
-// again, also under graph replay. Null (the separate combine kernel runs) while the stream is
-// being captured and has no buffer yet: allocating is not allowed then.
+// Arrival counters of the fused split combine, then the persistent kernel's work queue (2 ints),
+// one zeroed buffer per (device, stream), allocated on the first launch of that stream and kept
+// for the process: kernels of one stream run in order, and each launch leaves its counters at
+// zero, so the buffer never needs a memset again, also under graph replay. Null (the separate
+// combine kernel runs, the persistent kernel's launcher falls back to the serial kernel) while the
+// stream is being captured and has no buffer yet: allocating is not allowed then.
 constexpr int kSplitCounters = 1024;
+constexpr int kStreamCounters = kSplitCounters + 2;
 
-static int* split_counters(cudaStream_t stream) {
+static int* stream_counters(cudaStream_t stream) {
   static std::mutex mu;
   static std::map<std::pair<int, cudaStream_t>, int*> buffers;
   int dev = 0;
@@ -322,8 +325,8 @@ static int* split_counters(cudaStream_t stream) {
   GS_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
   if (capture != cudaStreamCaptureStatusNone) return nullptr;
   int* p = nullptr;
-  GS_CUDA_CHECK(cudaMalloc(&p, kSplitCounters * sizeof(int)));
-  GS_CUDA_CHECK(cudaMemsetAsync(p, 0, kSplitCounters * sizeof(int), stream));
+  GS_CUDA_CHECK(cudaMalloc(&p, kStreamCounters * sizeof(int)));
+  GS_CUDA_CHECK(cudaMemsetAsync(p, 0, kStreamCounters * sizeof(int), stream));
   buffers.emplace(key, p);
   return p;
 }
@@ -356,7 +359,11 @@ void launch_plan(const AttentionPlan& plan, cudaStream_t stream, CombineMode mod
   TileArgs a = plan.args;
   // The mma.sync tile and decode kernels can merge their splits themselves (the last split CTA
   // of a row tile); the wgmma kernels leave it to the combine kernel.
-  if (fuses_combine(plan, mode)) a.split_counters = split_counters(stream);
+  if (fuses_combine(plan, mode)) a.split_counters = stream_counters(stream);
+  if (plan.kernel == TileKernel::Hd256WgmmaPersistent) {
+    int* counters = stream_counters(stream);
+    a.work_queue = counters ? counters + kSplitCounters : nullptr;
+  }
   if (is_wgmma_kernel(plan.kernel)) launch_wgmma_kernel(plan.kernel, a, plan.grid, stream);
   else if (plan.head_dim == 256) launch_tile_kernel_hd256(plan.kernel, a, plan.grid, stream);
   else launch_tile_kernel_hd512(plan.kernel, a, plan.grid, stream);

@@ -1,10 +1,13 @@
 // Hopper wgmma attention kernels (attention_wgmma.cuh) for both head dims.
-#include "kernels/cuda/attention_wgmma.cuh"
+#include "kernels/cuda/attention_wgmma_persistent.cuh"
 
 #include <cudaTypedefs.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <string>
+
+#include "kernels/cuda/launch_util.h"
 
 namespace gs::cuda::attn {
 
@@ -26,8 +29,40 @@ void launch_wgmma_kernel(TileKernel k, const TileArgs& a, const TileGrid& g, cud
       return launch_wgmma_config<WgConfig<256, false, false, false, 128>>(a, g, stream);
     case TileKernel::Hd512WgmmaSerialTmaPair:
       return launch_wgmma_config<WgConfig<512, false, true, true>>(a, g, stream);
+    case TileKernel::Hd256WgmmaPersistent: return launch_wgmma_persistent(a, g, stream);
     default: fail("attention: tile kernel " + std::to_string(int(k)) + " is not a wgmma kernel");
   }
+}
+
+void launch_wgmma_persistent(const TileArgs& a_in, const TileGrid& g, cudaStream_t stream) {
+  using C = WgPersistent;
+  // Q and O by TMA need whole 64-row boxes of group heads; without a queue (a stream captured
+  // before its first launch) the serial kernel runs instead.
+  if (!a_in.work_queue) return launch_wgmma_config<WgConfig<256, false>>(a_in, g, stream);
+  TileArgs a = a_in;
+  CUtensorMap map_q{}, map_o{};
+  a.tma_q = 0;
+  if (wgmma_tma_q_enabled() && a.group >= 1 && 64 % a.group == 0 && a.num_tokens > 0) {
+    encode_head_tensor_map(&map_q, a.q, 256, a.num_q_heads, a.num_tokens, a.group, 64 / a.group);
+    encode_head_tensor_map(&map_o, a.out, 256, a.num_q_heads, a.num_tokens, a.group, 64 / a.group);
+    a.tma_q = 1;
+  }
+  a.key_align = wgmma_key_align();
+  a.item_q_tiles = g.q_tiles, a.item_heads = g.kv_heads * a.num_splits, a.item_seqs = g.num_seqs;
+  const int64_t items = int64_t(a.item_q_tiles) * a.item_heads * a.item_seqs;
+  if (items == 0) return;
+  static std::atomic<uint64_t> done_devices{0};
+  int dev = 0;
+  GS_CUDA_CHECK(cudaGetDevice(&dev));
+  const uint64_t bit = uint64_t(1) << (dev & 63);
+  if (!(done_devices.load(std::memory_order_acquire) & bit)) {
+    GS_CUDA_CHECK(cudaFuncSetAttribute(attention_wgmma_persistent_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       int(C::kSmemBytesP)));
+    done_devices.fetch_or(bit, std::memory_order_acq_rel);
+  }
+  const int ctas = int(std::min<int64_t>(items, sm_count()));
+  attention_wgmma_persistent_kernel<<<ctas, C::kThreads, C::kSmemBytesP, stream>>>(a, map_q, map_o);
+  GS_CUDA_LAUNCHED("attention_wgmma_persistent_kernel");
 }
 
 void encode_kv_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, int head_dim, int kv_heads, int64_t tokens,

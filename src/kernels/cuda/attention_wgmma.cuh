@@ -238,18 +238,19 @@ __device__ __forceinline__ T pick(const T (&v)[N], int i) {
 struct GridPos {
   int x, y;
 };
-__device__ __forceinline__ GridPos wgmma_block_order(int unit) {
-  const int units = int(gridDim.x) / unit, heads = int(gridDim.y);
+// The cell (x: unit along x, 0 = the last query tile, the most keys; y) started `order`-th of a
+// grid of units x heads.
+__device__ __forceinline__ GridPos grid_cell_in_order(int order, int units, int heads) {
   const int held = units / 8, kept = units - held;
+  if (order < kept * heads) return {order % kept, order / kept};  // (the plain grid order when nothing is held back)
+  const int o = order - kept * heads;
+  return {kept + o / heads, o % heads};
+}
+__device__ __forceinline__ GridPos wgmma_block_order(int unit) {
+  const int units = int(gridDim.x) / unit;
   const int order = int(blockIdx.x) / unit + units * int(blockIdx.y);  // launch order of this unit
-  int ux, y;  // ux: unit index along x, 0 = the last query tile (the most keys)
-  if (order < kept * heads) {
-    y = order / kept, ux = order % kept;  // (the plain grid order when nothing is held back)
-  } else {
-    const int o = order - kept * heads;
-    y = o % heads, ux = kept + o / heads;
-  }
-  return {ux * unit + int(blockIdx.x) % unit, y};
+  const GridPos u = grid_cell_in_order(order, units, int(gridDim.y));
+  return {u.x * unit + int(blockIdx.x) % unit, u.y};
 }
 
 template <class C>
