@@ -28,9 +28,11 @@ struct PersistentItem {
   int q_tma;              // Q by TMA (and O through the staging buffer): the tile is whole
 };
 
+template <int OMODE = 0>
 struct WgPersistent : WgConfig<256, false> {
+  static constexpr int kOMode = OMODE;  // 0 staging buffer, 1 the warpgroup's Q rows, 2 direct stores
   static constexpr uint32_t kOffO = kOffX;                       // after V (hd256 has no S exchange)
-  static constexpr uint32_t kOStageBytes = 64 * 128 * 2;         // per warpgroup: two 64-column slabs
+  static constexpr uint32_t kOStageBytes = OMODE == 0 ? 64 * 128 * 2 : 0;  // per warpgroup: two 64-column slabs
   static constexpr uint32_t kOffPBar = kOffO + 2 * kOStageBytes;
   static constexpr int kNumBars = 16;
   static constexpr uint32_t kOffItems = kOffPBar + kNumBars * 8;
@@ -48,11 +50,12 @@ __device__ __forceinline__ CtaPlace persistent_item_place(const TileArgs& a, int
   return cta_place_cell(a, 128, a.item_q_tiles - 1 - p.x, p.y, seq);
 }
 
-__global__ void __launch_bounds__(WgPersistent::kThreads, 1)
+template <int OMODE>
+__global__ void __launch_bounds__(WgPersistent<OMODE>::kThreads, 1)
     attention_wgmma_persistent_kernel(const TileArgs a, const __grid_constant__ CUtensorMap tma_q,
                                       const __grid_constant__ CUtensorMap tma_o) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using C = WgPersistent;
+  using C = WgPersistent<OMODE>;
   constexpr int HD = 256, BM = 128, BN = 64, ST = 2;
   using bf16 = __nv_bfloat16;
 
@@ -290,7 +293,7 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
 #pragma unroll
     for (int i = 0; i < 128; ++i) o[i] = 0.f;
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
-    if (it.n_tiles == 0) release(q_empty(wgi));
+    if (OMODE != 1 && it.n_tiles == 0) release(q_empty(wgi));
 
     for (int j = 0; j < it.n_tiles; ++j) {
       const int gj = gtile + j, s = gj % ST, parity = (gj / ST) & 1, k0 = it.key0 + j * BN;
@@ -302,7 +305,7 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
       wg::wait<0>();
       wg::pin(sc);
       release(empty_k(s));
-      if (j == it.n_tiles - 1) release(q_empty(wgi));  // the next item's Q may land in these rows
+      if (OMODE != 1 && j == it.n_tiles - 1) release(q_empty(wgi));  // the next item's Q may land in these rows
       // Softmax: the serial kernel's (attention_wgmma.cuh).
       float alpha[2];
       {
@@ -368,7 +371,37 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
       l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 1);
       l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 2);
     }
-    if (it.q_tma && a.num_splits == 1) {
+    if (OMODE == 1 && it.q_tma && a.num_splits == 1) {
+      const int t0 = it.q0 + (it.row0 + wg_row0) / a.group;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = r_lo + 8 * h;
+        const float inv = l_run[h] > 0.f ? 1.f / l_run[h] : 0.f;
+        const uint32_t row = sQ + r * 128 + (lane & 3) * 4;
+#pragma unroll
+        for (int j = 0; j < 32; ++j) {
+          const uint32_t dst = row + (j >> 3) * (BM * 128) + (((j & 7) ^ (r & 7)) << 4);
+          const uint32_t v = pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst), "r"(v) : "memory");
+        }
+      }
+      wg::fence_proxy_async();
+      wg_bar();
+      if (tq == 0) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+          wg::tma_store_3d(&tma_o, sQ + i * (BM * 128) + wg_row0 * 128, i * 64, it.kvh * a.group, t0);
+        wg::tma_store_commit_and_wait_read();
+      }
+      wg_bar();
+      release(q_empty(wgi));
+      continue;
+    }
+    if (OMODE == 1) {
+      // (the other epilogues below read no Q row)
+      release(q_empty(wgi));
+    }
+    if (OMODE == 0 && it.q_tma && a.num_splits == 1) {
       // Two rounds of 128 columns through this warpgroup's 16 KB staging buffer (two swizzled
       // slabs of 64 rows), each sent as two TMA boxes. A round waits only for the previous
       // round's boxes to have read the buffer; the last round's store runs on under the next item.
@@ -426,7 +459,7 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
     }
   }
   // The staging buffer must stay until the last boxes have read it.
-  if (tq == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+  if (OMODE == 0 && tq == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
 #else
   __trap();
 #endif
