@@ -42,21 +42,22 @@ __device__ long long g_clk[kMaxCtas][kEvents];
 __device__ __forceinline__ int cta_index() {
   return int(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
 }
-__device__ __forceinline__ void mark(int e) {
-  const int cta = cta_index();
+// `cta`: the row of the record (a persistent kernel records per work item).
+__device__ __forceinline__ void mark_at(int cta, int e) {
   if (cta >= kMaxCtas) return;
   unsigned long long ns;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(ns));
   g_ns[cta][e] = ns;
   g_clk[cta][e] = clock64();
 }
-__device__ __forceinline__ void note_tiles(int tiles) {
-  const int cta = cta_index();
+__device__ __forceinline__ void mark(int e) { mark_at(cta_index(), e); }
+__device__ __forceinline__ void note_tiles_at(int cta, int tiles) {
   if (cta >= kMaxCtas) return;
   unsigned smid;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(smid));
   g_ns[cta][kEvents] = smid, g_ns[cta][kEvents + 1] = unsigned(tiles);
 }
+__device__ __forceinline__ void note_tiles(int tiles) { note_tiles_at(cta_index(), tiles); }
 #define GS_TL_MARK(cond, e)                                      \
   do {                                                           \
     if (cond) ::gs::cuda::attn::timeline::mark(::gs::cuda::attn::timeline::e); \
@@ -64,6 +65,14 @@ __device__ __forceinline__ void note_tiles(int tiles) {
 #define GS_TL_NOTE_TILES(cond, tiles)                                          \
   do {                                                                         \
     if (cond) ::gs::cuda::attn::timeline::note_tiles(tiles);                   \
+  } while (0)
+#define GS_TL_MARK_AT(cond, cta, e)                                             \
+  do {                                                                          \
+    if (cond) ::gs::cuda::attn::timeline::mark_at(cta, ::gs::cuda::attn::timeline::e); \
+  } while (0)
+#define GS_TL_NOTE_TILES_AT(cond, cta, tiles)                                  \
+  do {                                                                         \
+    if (cond) ::gs::cuda::attn::timeline::note_tiles_at(cta, tiles);           \
   } while (0)
 
 // Before a launch: whether to record it, and the buffers cleared.
@@ -103,6 +112,12 @@ inline void end(bool recording, const std::string& config, int64_t ctas, cudaStr
   } while (0)
 #define GS_TL_NOTE_TILES(cond, tiles) \
   do {                                \
+  } while (0)
+#define GS_TL_MARK_AT(cond, cta, e) \
+  do {                              \
+  } while (0)
+#define GS_TL_NOTE_TILES_AT(cond, cta, tiles) \
+  do {                                        \
   } while (0)
 inline bool begin(cudaStream_t) { return false; }
 template <class S>

@@ -47,8 +47,11 @@ static void launch_persistent_mode(const TileArgs& a, const CUtensorMap& map_q, 
                                        cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytesP)));
     done_devices.fetch_or(bit, std::memory_order_acq_rel);
   }
+  const bool recording = timeline::begin(stream);
   attention_wgmma_persistent_kernel<OMODE><<<ctas, C::kThreads, C::kSmemBytesP, stream>>>(a, map_q, map_o);
   GS_CUDA_LAUNCHED("attention_wgmma_persistent_kernel");
+  const int64_t items = int64_t(a.item_q_tiles) * a.item_heads * a.item_seqs;
+  if (recording) timeline::end(recording, "hd256-persistent-o" + std::to_string(OMODE), items, stream);
 }
 
 void launch_wgmma_persistent(const TileArgs& a_in, const TileGrid& g, cudaStream_t stream) {

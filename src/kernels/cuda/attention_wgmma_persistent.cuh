@@ -133,8 +133,8 @@ __global__ void __launch_bounds__(WgPersistent<OMODE>::kThreads, 1)
           it.q0 = cta.q0, it.rows = cta.rows, it.row0 = cta.row0, it.kvh = cta.kvh, it.split = cta.split;
           it.kv_len = cta.kv_len, it.first_new_key = cta.first_new_key, it.key0 = kt.key0, it.n_tiles = kt.count;
           it.q_tma = a.tma_q && cta.row0 + BM <= cta.rows;
-          // Claim the item after this one now: the atomic's round trip passes under this item.
-          if (lane == 0) next = int(gridDim.x) + atomicAdd(a.work_queue, 1);
+          // An item without key tiles claims its successor now (the others: near their end).
+          if (lane == 0 && kt.count == 0) next = int(gridDim.x) + atomicAdd(a.work_queue, 1);
         }
         if (lane == 0) {
           items[slot] = it;
@@ -178,6 +178,13 @@ __global__ void __launch_bounds__(WgPersistent<OMODE>::kThreads, 1)
       };
       if (it.n_tiles == 0) load_q();
       for (int j = 0; j < it.n_tiles; ++j) {
+        // The next item is claimed two tiles before this one's last is loaded, some 4 tiles
+        // before the consumers finish it: time for the atomic, the item's place and its first
+        // K tile, while an SM that finishes sooner can still take the items after it. (Claimed
+        // at an item's start instead, the windowless causal shape lost 20%: the long items at the
+        // queue's end waited a whole item for the SM that had claimed them.)
+        if (warp == 8 && lane == 0 && j == max(0, it.n_tiles - 2)) next = int(gridDim.x) + atomicAdd(a.work_queue, 1);
+        GS_TL_MARK_AT(pt == 0 && j == 0, it.t, kFirstLookup);
         // Where the tile's keys come from: lane l looks up keys l and l + 32 (-1: zero fill).
         const int k0 = it.key0 + j * BN;
         int64_t off[2];
@@ -254,6 +261,8 @@ __global__ void __launch_bounds__(WgPersistent<OMODE>::kThreads, 1)
     __syncwarp();
     release(item_empty(slot));
     if (it.t < 0) break;
+    GS_TL_MARK_AT(tid == 0, it.t, kStart);
+    GS_TL_NOTE_TILES_AT(tid == 0, it.t, it.n_tiles);
 
     // This thread's rows' positions (-1 past the sequence's end), and its warp's span for the mask.
     int qpos[2];
@@ -290,6 +299,8 @@ __global__ void __launch_bounds__(WgPersistent<OMODE>::kThreads, 1)
       wg_bar();
     }
 
+    GS_TL_MARK_AT(tid == 0, it.t, kSetup);
+    GS_TL_MARK_AT(tid == 0, it.t, kQLanded);
 #pragma unroll
     for (int i = 0; i < 128; ++i) o[i] = 0.f;
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
@@ -299,6 +310,7 @@ __global__ void __launch_bounds__(WgPersistent<OMODE>::kThreads, 1)
       const int gj = gtile + j, s = gj % ST, parity = (gj / ST) & 1, k0 = it.key0 + j * BN;
       float sc[NA];
       wg::mbar_wait(full_k(s), parity);
+      GS_TL_MARK_AT(tid == 0 && j == 0, it.t, kFirstK);
       wg::fence_proxy_async();
       wg::fence();
       issue_s(sc, s);
@@ -361,9 +373,12 @@ __global__ void __launch_bounds__(WgPersistent<OMODE>::kThreads, 1)
       issue_pv(p, s);
       wg::wait<0>();
       wg::pin(o);
+      GS_TL_MARK_AT(tid == 0 && j == 0, it.t, kFirstPv);
       release(empty_v(s));
     }
     gtile += it.n_tiles;
+    GS_TL_MARK_AT(tid == 0, it.t, kLoopEnd0);
+    GS_TL_MARK_AT(tid == 128, it.t, kLoopEnd1);
 
     // ---- epilogue ----
 #pragma unroll
@@ -395,6 +410,7 @@ __global__ void __launch_bounds__(WgPersistent<OMODE>::kThreads, 1)
       }
       wg_bar();
       release(q_empty(wgi));
+      GS_TL_MARK_AT(tid == 0, it.t, kEnd);
       continue;
     }
     if (OMODE == 1) {
@@ -433,6 +449,7 @@ __global__ void __launch_bounds__(WgPersistent<OMODE>::kThreads, 1)
           asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
         }
       }
+      GS_TL_MARK_AT(tid == 0, it.t, kEnd);
       continue;
     }
 #pragma unroll
@@ -457,6 +474,7 @@ __global__ void __launch_bounds__(WgPersistent<OMODE>::kThreads, 1)
         if ((lane & 3) == 0) a.part_ml[2 * prow] = m_run[h], a.part_ml[2 * prow + 1] = l;
       }
     }
+    GS_TL_MARK_AT(tid == 0, it.t, kEnd);
   }
   // The staging buffer must stay until the last boxes have read it.
   if (OMODE == 0 && tq == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
