@@ -69,7 +69,8 @@ void launch_wgmma_persistent(const TileArgs& a_in, const TileGrid& g, cudaStream
   a.item_q_tiles = g.q_tiles, a.item_heads = g.kv_heads * a.num_splits, a.item_seqs = g.num_seqs;
   const int64_t items = int64_t(a.item_q_tiles) * a.item_heads * a.item_seqs;
   if (items == 0) return;
-  const int ctas = int(std::min<int64_t>(items, sm_count()));
+  int ctas = int(std::min<int64_t>(items, sm_count()));
+  if (std::getenv("GS_ATTN_PERSIST_ONE")) a.work_queue = nullptr, ctas = int(items);  // experiment
   static const int mode = [] {
     const char* e = std::getenv("GS_ATTN_PERSIST_O");
     return e ? std::atoi(e) : 0;

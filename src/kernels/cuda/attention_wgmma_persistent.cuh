@@ -95,6 +95,8 @@ __global__ void __launch_bounds__(WgPersistent<OMODE>::kThreads, 1)
     const int pt = tid - C::kConsumerThreads, c = pt % C::kChunks, rr = pt / C::kChunks;
     const uint32_t chunk_off = (c >> 3) * (BN * 128);
     int next = blockIdx.x;  // warp 8 lane 0's candidate for the next item
+    // (experiment: without a queue every CTA takes one item, its blockIdx.x)
+    auto claim = [&]() { return a.work_queue ? int(gridDim.x) + atomicAdd(a.work_queue, 1) : n_items; };
     int gtile = 0;          // key tiles loaded so far (stage and phase across items)
     for (int u = 0;; ++u) {
       const int slot = u & 1;
@@ -111,7 +113,7 @@ __global__ void __launch_bounds__(WgPersistent<OMODE>::kThreads, 1)
           cta = persistent_item_place(a, t);
           if (!cta.idle()) break;
           int n = 0;
-          if (lane == 0) n = int(gridDim.x) + atomicAdd(a.work_queue, 1);
+          if (lane == 0) n = claim();
           t = __shfl_sync(0xffffffffu, n, 0);
         }
         PersistentItem it{};
@@ -134,7 +136,7 @@ __global__ void __launch_bounds__(WgPersistent<OMODE>::kThreads, 1)
           it.kv_len = cta.kv_len, it.first_new_key = cta.first_new_key, it.key0 = kt.key0, it.n_tiles = kt.count;
           it.q_tma = a.tma_q && cta.row0 + BM <= cta.rows;
           // An item without key tiles claims its successor now (the others: near their end).
-          if (lane == 0 && kt.count == 0) next = int(gridDim.x) + atomicAdd(a.work_queue, 1);
+          if (lane == 0 && kt.count == 0) next = claim();
         }
         if (lane == 0) {
           items[slot] = it;
@@ -183,7 +185,7 @@ __global__ void __launch_bounds__(WgPersistent<OMODE>::kThreads, 1)
         // K tile, while an SM that finishes sooner can still take the items after it. (Claimed
         // at an item's start instead, the windowless causal shape lost 20%: the long items at the
         // queue's end waited a whole item for the SM that had claimed them.)
-        if (warp == 8 && lane == 0 && j == max(0, it.n_tiles - 2)) next = int(gridDim.x) + atomicAdd(a.work_queue, 1);
+        if (warp == 8 && lane == 0 && j == max(0, it.n_tiles - 2)) next = claim();
         GS_TL_MARK_AT(pt == 0 && j == 0, it.t, kFirstLookup);
         // Where the tile's keys come from: lane l looks up keys l and l + 32 (-1: zero fill). Both
         // page-table reads are issued before either is used: one L2 round trip per tile, not two
@@ -212,7 +214,7 @@ __global__ void __launch_bounds__(WgPersistent<OMODE>::kThreads, 1)
       }
       gtile += it.n_tiles;
     }
-    if (pt == 0) {
+    if (pt == 0 && a.work_queue) {
       // The last CTA out resets the queue for the next launch on this stream.
       __threadfence();
       if (atomicAdd(a.work_queue + 1, 1) == int(gridDim.x) - 1) a.work_queue[0] = 0, a.work_queue[1] = 0;
