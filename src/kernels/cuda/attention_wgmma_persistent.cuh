@@ -178,19 +178,9 @@ __global__ void __launch_bounds__(WgPersistent<OMODE>::kThreads, 1)
         wg::mbar_arrive_cp_async(kv == 0 ? full_k(s) : full_v(s));
         (void)j;
       };
-      if (it.n_tiles == 0) load_q();
-      for (int j = 0; j < it.n_tiles; ++j) {
-        // The next item is claimed two tiles before this one's last is loaded, some 4 tiles
-        // before the consumers finish it: time for the atomic, the item's place and its first
-        // K tile, while an SM that finishes sooner can still take the items after it. (Claimed
-        // at an item's start instead, the windowless causal shape lost 20%: the long items at the
-        // queue's end waited a whole item for the SM that had claimed them.)
-        if (warp == 8 && lane == 0 && j == max(0, it.n_tiles - 2)) next = claim();
-        GS_TL_MARK_AT(pt == 0 && j == 0, it.t, kFirstLookup);
-        // Where the tile's keys come from: lane l looks up keys l and l + 32 (-1: zero fill). Both
-        // page-table reads are issued before either is used: one L2 round trip per tile, not two
-        // (the producer's per-tile time is on the critical path: with two, it was 2.2-2.3 us a
-        // tile against the consumers' 2.0).
+      // Key tile j: where its keys come from (lane l looks up keys l and l + 32; -1: zero fill;
+      // both page-table reads issued before either is used), then its K and V.
+      auto tile = [&](int j) {
         const int k0 = it.key0 + j * BN;
         int page[2];
 #pragma unroll
@@ -210,7 +200,24 @@ __global__ void __launch_bounds__(WgPersistent<OMODE>::kThreads, 1)
         }
         load(0, j, gtile + j, off);
         load(1, j, gtile + j, off);
-        if (j == 0) load_q();  // after the first tile: its stages free before the Q rows do
+      };
+      // The next item is claimed two tiles before this one's last is loaded, some 4 tiles before
+      // the consumers finish it: time for the atomic, the item's place and its first K tile,
+      // while an SM that finishes sooner can still take the items after it. (Claimed at an
+      // item's start instead, the windowless causal shape lost 20%: the long items at the
+      // queue's end waited a whole item for the SM that had claimed them.)
+      const int claim_at = max(0, it.n_tiles - 2);
+      GS_TL_MARK_AT(pt == 0, it.t, kFirstLookup);
+      if (it.n_tiles > 0) {
+        if (warp == 8 && lane == 0 && claim_at == 0) next = claim();
+        tile(0);
+      }
+      load_q();  // after the first tile: its stages free before the Q rows do
+      // (Peeled: inside the loop, the Q load kept the item's fields live through it, and the
+      // producer's 72 registers then serialised its copies.)
+      for (int j = 1; j < it.n_tiles; ++j) {
+        if (warp == 8 && lane == 0 && j == claim_at) next = claim();
+        tile(j);
       }
       gtile += it.n_tiles;
     }
