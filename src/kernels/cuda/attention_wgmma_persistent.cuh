@@ -28,7 +28,7 @@ struct PersistentItem {
   int q_tma;              // Q by TMA (and O through the staging buffer): the tile is whole
 };
 
-template <int OMODE = 0>
+template <int OMODE = 0, int PREGS = 72>
 struct WgPersistent : WgConfig<256, false> {
   static constexpr int kOMode = OMODE;  // 0 staging buffer, 1 the warpgroup's Q rows, 2 direct stores
   static constexpr uint32_t kOffO = kOffX;                       // after V (hd256 has no S exchange)
@@ -37,6 +37,10 @@ struct WgPersistent : WgConfig<256, false> {
   static constexpr int kNumBars = 16;
   static constexpr uint32_t kOffItems = kOffPBar + kNumBars * 8;
   static constexpr size_t kSmemBytesP = 1024 + kOffItems + 2 * sizeof(PersistentItem);
+  // Registers after setmaxnreg (the launch gives 168 x 384): the producer carries an item's
+  // state besides the serial kernel's, and at 72 registers its copies ran one at a time.
+  static constexpr int kProducerRegs = PREGS, kConsumerRegs = (168 * 384 - 128 * PREGS) / 256 / 8 * 8;
+  static_assert(2 * 128 * kConsumerRegs + 128 * kProducerRegs <= 168 * 384, "over the launch's registers");
   static_assert(kStages == 2 && kBlockN == 64 && kBlockM == 128, "the serial hd256 layout");
   static_assert(kSmemBytesP <= 232448, "over the 227 KB a CTA may use");
 };
@@ -50,12 +54,12 @@ __device__ __forceinline__ CtaPlace persistent_item_place(const TileArgs& a, int
   return cta_place_cell(a, 128, a.item_q_tiles - 1 - p.x, p.y, seq);
 }
 
-template <int OMODE>
-__global__ void __launch_bounds__(WgPersistent<OMODE>::kThreads, 1)
+template <int OMODE, int PREGS>
+__global__ void __launch_bounds__(WgPersistent<OMODE, PREGS>::kThreads, 1)
     attention_wgmma_persistent_kernel(const TileArgs a, const __grid_constant__ CUtensorMap tma_q,
                                       const __grid_constant__ CUtensorMap tma_o) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using C = WgPersistent<OMODE>;
+  using C = WgPersistent<OMODE, PREGS>;
   constexpr int HD = 256, BM = 128, BN = 64, ST = 2;
   using bf16 = __nv_bfloat16;
 
