@@ -166,44 +166,38 @@ __global__ void __launch_bounds__(WgPersistent<OMODE, PREGS>::kThreads, 1)
         }
       };
       // K or V of the item's key tile j (global tile gj): the same gather as the serial kernel's.
-      auto load = [&](int kv, int j, int gj, const int64_t (&off)[2]) {
+      // K or V of the item's key tile (global tile gj). A warp copies rows rr, rr + 4, ...: lane
+      // p of the warp looked up row rr + 4p (`mine`), so pass p takes its offset from lane p, an
+      // index known at compile time.
+      auto load = [&](int kv, int gj, int64_t mine) {
         const int s = gj % ST, use = gj / ST;
         if (use > 0) wg::mbar_wait(kv == 0 ? empty_k(s) : empty_v(s), (use - 1) & 1);
         const bf16* src_base = (kv == 0 ? a.k : a.v) + c * 8;
         const uint32_t dst_base = (kv == 0 ? sK : sV) + s * C::kTileBytes + chunk_off;
-#pragma unroll 8
+#pragma unroll
         for (int pass = 0; pass < BN / kRowsPerPass; ++pass) {
           const int r = pass * kRowsPerPass + rr;
-          const int64_t o = __shfl_sync(0xffffffffu, r < 32 ? off[0] : off[1], r & 31);
+          const int64_t o = __shfl_sync(0xffffffffu, mine, pass);
           const uint32_t dst = dst_base + r * 128 + (((c & 7) ^ (r & 7)) << 4);
           const bf16* src = o >= 0 ? src_base + o : src_base;
           asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(o >= 0 ? 16 : 0));
         }
         wg::mbar_arrive_cp_async(kv == 0 ? full_k(s) : full_v(s));
-        (void)j;
       };
-      // Key tile j: where its keys come from (lane l looks up keys l and l + 32; -1: zero fill;
-      // both page-table reads issued before either is used), then its K and V.
+      static_assert(BN / kRowsPerPass <= 32, "a lane per pass");
+      // Key tile j: this lane's row's page (-1 offset: zero fill), then the tile's K and V.
       auto tile = [&](int j) {
-        const int k0 = it.key0 + j * BN;
-        int page[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int key = min(k0 + lane + 32 * h, it.kv_len - 1);  // past the end: never used
-          page[h] = page_table[a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size];
-        }
-        int64_t off[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int key = k0 + lane + 32 * h;
-          const int lp = a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size;
-          const int slot_in_page = key - lp * a.page_size;
-          off[h] = key < it.kv_len && page[h] >= 0 ? int64_t(page[h]) * a.page_stride +
-                                                         int64_t(slot_in_page) * a.token_stride + int64_t(it.kvh) * HD
-                                                   : -1;
-        }
-        load(0, j, gtile + j, off);
-        load(1, j, gtile + j, off);
+        const int key = it.key0 + j * BN + (lane % (BN / kRowsPerPass)) * kRowsPerPass + rr;
+        const int kc = min(key, it.kv_len - 1);  // past the end: never used
+        const int page = page_table[a.page_shift >= 0 ? kc >> a.page_shift : kc / a.page_size];
+        const int lp = a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size;
+        const int slot_in_page = key - lp * a.page_size;
+        const int64_t mine = key < it.kv_len && page >= 0 ? int64_t(page) * a.page_stride +
+                                                                int64_t(slot_in_page) * a.token_stride +
+                                                                int64_t(it.kvh) * HD
+                                                          : -1;
+        load(0, gtile + j, mine);
+        load(1, gtile + j, mine);
       };
       // The next item is claimed two tiles before this one's last is loaded, some 4 tiles before
       // the consumers finish it: time for the atomic, the item's place and its first K tile,
