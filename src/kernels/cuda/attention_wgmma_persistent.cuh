@@ -153,17 +153,20 @@ __global__ void __launch_bounds__(WgPersistent<OMODE, PREGS>::kThreads, 1)
       const int* page_table = a.page_table + int64_t(it.t / (a.item_q_tiles * a.item_heads)) * a.max_pages;
 
       // Q of this item into warpgroup w's rows, once its last S of the previous item has read them.
+      // Warp 8 waits as a whole (a wait inside one lane's branch, while the other lanes went on
+      // to the next tile's shuffles, hung the attention suite), lane 0 issues.
       auto load_q = [&]() {
-        if (pt != 0) return;
+        if (warp != 8) return;
         for (int w = 0; w < 2; ++w) {
           if (u > 0) wg::mbar_wait(q_empty(w), (u - 1) & 1);
-          if (!it.q_tma) continue;  // the consumers gather a cut tile themselves
+          if (!it.q_tma || lane != 0) continue;  // cut tiles: the consumers gather them
           wg::mbar_arrive_expect_tx(q_full(w), C::kQBytes / 2);
           const int t0 = it.q0 + (it.row0 + 64 * w) / a.group;
 #pragma unroll
           for (int slab = 0; slab < HD / 64; ++slab)
             wg::tma_load_3d(sQ + slab * (BM * 128) + w * 64 * 128, &tma_q, slab * 64, it.kvh * a.group, t0, q_full(w));
         }
+        __syncwarp();
       };
       // K or V of the item's key tile j (global tile gj): the same gather as the serial kernel's.
       // K or V of the item's key tile (global tile gj). A warp copies rows rr, rr + 4, ...: lane
