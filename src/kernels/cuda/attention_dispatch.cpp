@@ -174,6 +174,10 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
 // 6.56 / 335 unpaired; E2B 1.59 against 1.65 ms); hd256 stays on the 64-key cp.async kernel (0.658
 // ms against 0.686 with 96-key and 0.797 with 128-key tiles, which have one K and one V stage).
 //
+// Since 2026-11-26 hd256 runs the serial kernel as a persistent one (one CTA per SM walking the
+// query tiles from a queue, the next tile's Q and K loaded under the last one's end; H200: 8k
+// W1024 491-501 TFLOP/s against 443-445, the windowless causal shape 565-580 against 522-536).
+//
 // Decode at head dim 512 (<= 16 rows) goes to the split-d decode kernel with 16-key tiles, 3
 // stages and two CTAs per SM (attention_decode.cuh; H200, 2026-11-25: b64 ctx4k 31B 0.494 ms =
 // 4.35 TB/s against 0.869 ms for the 1x4-warp narrow kernel, E2B 3.67 against 2.27 TB/s). At head
@@ -203,7 +207,7 @@ static TileKernel choose_kernel(int head_dim, int64_t rows, int group, bool visi
     if (o == 2 || (o == 0 && group >= 8)) return TileKernel::Hd256Split8;
   }
   if (!narrow && !vision_overlay && scale > 0.f && attn::wgmma_supported()) {
-    if (head_dim == 256) return TileKernel::Hd256WgmmaSerial;
+    if (head_dim == 256) return TileKernel::Hd256WgmmaPersistent;
     if (page_size % 8 == 0) return TileKernel::Hd512WgmmaSerialTmaPair;
   }
   if (head_dim == 256) return narrow ? TileKernel::Hd256Narrow : TileKernel::Hd256WideQuad;

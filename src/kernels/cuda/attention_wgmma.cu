@@ -34,27 +34,8 @@ void launch_wgmma_kernel(TileKernel k, const TileArgs& a, const TileGrid& g, cud
   }
 }
 
-template <int OMODE, int PREGS = 72>
-static void launch_persistent_mode(const TileArgs& a, const CUtensorMap& map_q, const CUtensorMap& map_o, int ctas,
-                                   cudaStream_t stream) {
-  using C = WgPersistent<OMODE, PREGS>;
-  static std::atomic<uint64_t> done_devices{0};
-  int dev = 0;
-  GS_CUDA_CHECK(cudaGetDevice(&dev));
-  const uint64_t bit = uint64_t(1) << (dev & 63);
-  if (!(done_devices.load(std::memory_order_acquire) & bit)) {
-    GS_CUDA_CHECK(cudaFuncSetAttribute(attention_wgmma_persistent_kernel<OMODE, PREGS>,
-                                       cudaFuncAttributeMaxDynamicSharedMemorySize, int(C::kSmemBytesP)));
-    done_devices.fetch_or(bit, std::memory_order_acq_rel);
-  }
-  const bool recording = timeline::begin(stream);
-  attention_wgmma_persistent_kernel<OMODE, PREGS><<<ctas, C::kThreads, C::kSmemBytesP, stream>>>(a, map_q, map_o);
-  GS_CUDA_LAUNCHED("attention_wgmma_persistent_kernel");
-  const int64_t items = int64_t(a.item_q_tiles) * a.item_heads * a.item_seqs;
-  if (recording) timeline::end(recording, "hd256-persistent-o" + std::to_string(OMODE), items, stream);
-}
-
 void launch_wgmma_persistent(const TileArgs& a_in, const TileGrid& g, cudaStream_t stream) {
+  using C = WgPersistent;
   // Without a queue (a stream captured before its first launch) the serial kernel runs instead.
   if (!a_in.work_queue) return launch_wgmma_config<WgConfig<256, false>>(a_in, g, stream);
   TileArgs a = a_in;
@@ -69,21 +50,21 @@ void launch_wgmma_persistent(const TileArgs& a_in, const TileGrid& g, cudaStream
   a.item_q_tiles = g.q_tiles, a.item_heads = g.kv_heads * a.num_splits, a.item_seqs = g.num_seqs;
   const int64_t items = int64_t(a.item_q_tiles) * a.item_heads * a.item_seqs;
   if (items == 0) return;
-  int ctas = int(std::min<int64_t>(items, sm_count()));
-  if (std::getenv("GS_ATTN_PERSIST_ONE")) a.work_queue = nullptr, ctas = int(items);  // experiment
-  static const int mode = [] {
-    const char* e = std::getenv("GS_ATTN_PERSIST_O");
-    return e ? std::atoi(e) : 0;
-  }();
-  static const int pregs = [] {
-    const char* e = std::getenv("GS_ATTN_PERSIST_PREGS");
-    return e ? std::atoi(e) : 72;
-  }();
-  if (pregs == 88) return launch_persistent_mode<0, 88>(a, map_q, map_o, ctas, stream);
-  if (pregs == 104) return launch_persistent_mode<0, 104>(a, map_q, map_o, ctas, stream);
-  if (mode == 1) return launch_persistent_mode<1>(a, map_q, map_o, ctas, stream);
-  if (mode == 2) return launch_persistent_mode<2>(a, map_q, map_o, ctas, stream);
-  launch_persistent_mode<0>(a, map_q, map_o, ctas, stream);
+  static std::atomic<uint64_t> done_devices{0};
+  int dev = 0;
+  GS_CUDA_CHECK(cudaGetDevice(&dev));
+  const uint64_t bit = uint64_t(1) << (dev & 63);
+  if (!(done_devices.load(std::memory_order_acquire) & bit)) {
+    GS_CUDA_CHECK(cudaFuncSetAttribute(attention_wgmma_persistent_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                       int(C::kSmemBytesP)));
+    done_devices.fetch_or(bit, std::memory_order_acq_rel);
+  }
+  // One CTA per SM (225 KB of shared memory), never more than there are items.
+  const int ctas = int(std::min<int64_t>(items, sm_count()));
+  const bool recording = timeline::begin(stream);
+  attention_wgmma_persistent_kernel<<<ctas, C::kThreads, C::kSmemBytesP, stream>>>(a, map_q, map_o);
+  GS_CUDA_LAUNCHED("attention_wgmma_persistent_kernel");
+  if (recording) timeline::end(recording, "hd256-persistent", items, stream);
 }
 
 void encode_kv_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, int head_dim, int kv_heads, int64_t tokens,

@@ -43,11 +43,9 @@
 #include <cuda.h>  // CUtensorMap (a type only: nothing of the driver library is linked)
 #include <cuda_bf16.h>
 
-#include <algorithm>
 #include <atomic>
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
 #include <string>
 
 #include "kernels/cuda/attention_cta.cuh"
@@ -241,7 +239,7 @@ struct GridPos {
   int x, y;
 };
 // The cell (x: unit along x, 0 = the last query tile, the most keys; y) started `order`-th of a
-// grid of units x heads.
+// grid of units x heads (the persistent kernel's queue hands out its items in this order too).
 __device__ __forceinline__ GridPos grid_cell_in_order(int order, int units, int heads) {
   const int held = units / 8, kept = units - held;
   if (order < kept * heads) return {order % kept, order / kept};  // (the plain grid order when nothing is held back)
@@ -837,18 +835,13 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
       a.tma_box_rows = box;
     }
   }
-  static const int pad = [] {
-    const char* e = std::getenv("GS_ATTN_SMEM_PAD");
-    return e ? std::atoi(e) : 0;
-  }();
-  const size_t smem_bytes = std::min<size_t>(C::kSmemBytes + pad, 232448);
   static std::atomic<uint64_t> done_devices{0};
   int dev = 0;
   GS_CUDA_CHECK(cudaGetDevice(&dev));
   const uint64_t bit = uint64_t(1) << (dev & 63);
   if (!(done_devices.load(std::memory_order_acquire) & bit)) {
     GS_CUDA_CHECK(cudaFuncSetAttribute(attention_wgmma_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       int(smem_bytes)));
+                                       int(C::kSmemBytes)));
     done_devices.fetch_or(bit, std::memory_order_acq_rel);
   }
   const bool recording = timeline::begin(stream);
@@ -858,7 +851,7 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = dim3((g.q_tiles + 1) & ~1, g.kv_heads * a.num_splits, g.num_seqs);
     cfg.blockDim = dim3(C::kThreads);
-    cfg.dynamicSmemBytes = smem_bytes;
+    cfg.dynamicSmemBytes = C::kSmemBytes;
     cfg.stream = stream;
     cudaLaunchAttribute attr{};
     attr.id = cudaLaunchAttributeClusterDimension;
@@ -868,7 +861,7 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
     GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, attention_wgmma_kernel<C>, a, map_k, map_v, map_q, map_o));
   } else {
     const dim3 grid(g.q_tiles, g.kv_heads * a.num_splits, g.num_seqs);
-    attention_wgmma_kernel<C><<<grid, C::kThreads, smem_bytes, stream>>>(a, map_k, map_v, map_q, map_o);
+    attention_wgmma_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(a, map_k, map_v, map_q, map_o);
   }
   GS_CUDA_LAUNCHED("attention_wgmma_kernel");
   if (recording)

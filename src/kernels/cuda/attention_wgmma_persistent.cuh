@@ -28,18 +28,17 @@ struct PersistentItem {
   int q_tma;              // Q by TMA (and O through the staging buffer): the tile is whole
 };
 
-template <int OMODE = 0, int PREGS = 72>
 struct WgPersistent : WgConfig<256, false> {
-  static constexpr int kOMode = OMODE;  // 0 staging buffer, 1 the warpgroup's Q rows, 2 direct stores
-  static constexpr uint32_t kOffO = kOffX;                       // after V (hd256 has no S exchange)
-  static constexpr uint32_t kOStageBytes = OMODE == 0 ? 64 * 128 * 2 : 0;  // per warpgroup: two 64-column slabs
+  static constexpr uint32_t kOffO = kOffX;                 // after V (hd256 has no S exchange)
+  static constexpr uint32_t kOStageBytes = 64 * 128 * 2;   // per warpgroup: two 64-column slabs
   static constexpr uint32_t kOffPBar = kOffO + 2 * kOStageBytes;
   static constexpr int kNumBars = 16;
   static constexpr uint32_t kOffItems = kOffPBar + kNumBars * 8;
   static constexpr size_t kSmemBytesP = 1024 + kOffItems + 2 * sizeof(PersistentItem);
-  // Registers after setmaxnreg (the launch gives 168 x 384): the producer carries an item's
-  // state besides the serial kernel's, and at 72 registers its copies ran one at a time.
-  static constexpr int kProducerRegs = PREGS, kConsumerRegs = (168 * 384 - 128 * PREGS) / 256 / 8 * 8;
+  // Registers after setmaxnreg (the launch gives 168 x 384). The producer carries an item's
+  // state besides the serial kernel's: at the serial kernel's 72 its copies ran one dependency
+  // chain at a time and the main loop slowed by 3-8% (H200, 2026-11-26); the consumers need ~200.
+  static constexpr int kProducerRegs = 88, kConsumerRegs = 208;
   static_assert(2 * 128 * kConsumerRegs + 128 * kProducerRegs <= 168 * 384, "over the launch's registers");
   static_assert(kStages == 2 && kBlockN == 64 && kBlockM == 128, "the serial hd256 layout");
   static_assert(kSmemBytesP <= 232448, "over the 227 KB a CTA may use");
@@ -54,12 +53,11 @@ __device__ __forceinline__ CtaPlace persistent_item_place(const TileArgs& a, int
   return cta_place_cell(a, 128, a.item_q_tiles - 1 - p.x, p.y, seq);
 }
 
-template <int OMODE, int PREGS>
-__global__ void __launch_bounds__(WgPersistent<OMODE, PREGS>::kThreads, 1)
+__global__ void __launch_bounds__(WgPersistent::kThreads, 1)
     attention_wgmma_persistent_kernel(const TileArgs a, const __grid_constant__ CUtensorMap tma_q,
                                       const __grid_constant__ CUtensorMap tma_o) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-  using C = WgPersistent<OMODE, PREGS>;
+  using C = WgPersistent;
   constexpr int HD = 256, BM = 128, BN = 64, ST = 2;
   using bf16 = __nv_bfloat16;
 
@@ -99,8 +97,7 @@ __global__ void __launch_bounds__(WgPersistent<OMODE, PREGS>::kThreads, 1)
     const int pt = tid - C::kConsumerThreads, c = pt % C::kChunks, rr = pt / C::kChunks;
     const uint32_t chunk_off = (c >> 3) * (BN * 128);
     int next = blockIdx.x;  // warp 8 lane 0's candidate for the next item
-    // (experiment: without a queue every CTA takes one item, its blockIdx.x)
-    auto claim = [&]() { return a.work_queue ? int(gridDim.x) + atomicAdd(a.work_queue, 1) : n_items; };
+    auto claim = [&]() { return int(gridDim.x) + atomicAdd(a.work_queue, 1); };
     int gtile = 0;          // key tiles loaded so far (stage and phase across items)
     for (int u = 0;; ++u) {
       const int slot = u & 1;
@@ -168,7 +165,6 @@ __global__ void __launch_bounds__(WgPersistent<OMODE, PREGS>::kThreads, 1)
         }
         __syncwarp();
       };
-      // K or V of the item's key tile j (global tile gj): the same gather as the serial kernel's.
       // K or V of the item's key tile (global tile gj). A warp copies rows rr, rr + 4, ...: lane
       // p of the warp looked up row rr + 4p (`mine`), so pass p takes its offset from lane p, an
       // index known at compile time.
@@ -222,7 +218,7 @@ __global__ void __launch_bounds__(WgPersistent<OMODE, PREGS>::kThreads, 1)
       }
       gtile += it.n_tiles;
     }
-    if (pt == 0 && a.work_queue) {
+    if (pt == 0) {
       // The last CTA out resets the queue for the next launch on this stream.
       __threadfence();
       if (atomicAdd(a.work_queue + 1, 1) == int(gridDim.x) - 1) a.work_queue[0] = 0, a.work_queue[1] = 0;
@@ -321,7 +317,7 @@ __global__ void __launch_bounds__(WgPersistent<OMODE, PREGS>::kThreads, 1)
 #pragma unroll
     for (int i = 0; i < 128; ++i) o[i] = 0.f;
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
-    if (OMODE != 1 && it.n_tiles == 0) release(q_empty(wgi));
+    if (it.n_tiles == 0) release(q_empty(wgi));
 
     for (int j = 0; j < it.n_tiles; ++j) {
       const int gj = gtile + j, s = gj % ST, parity = (gj / ST) & 1, k0 = it.key0 + j * BN;
@@ -334,7 +330,7 @@ __global__ void __launch_bounds__(WgPersistent<OMODE, PREGS>::kThreads, 1)
       wg::wait<0>();
       wg::pin(sc);
       release(empty_k(s));
-      if (OMODE != 1 && j == it.n_tiles - 1) release(q_empty(wgi));  // the next item's Q may land in these rows
+      if (j == it.n_tiles - 1) release(q_empty(wgi));  // the next item's Q may land in these rows
       // Softmax: the serial kernel's (attention_wgmma.cuh).
       float alpha[2];
       {
@@ -403,38 +399,7 @@ __global__ void __launch_bounds__(WgPersistent<OMODE, PREGS>::kThreads, 1)
       l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 1);
       l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 2);
     }
-    if (OMODE == 1 && it.q_tma && a.num_splits == 1) {
-      const int t0 = it.q0 + (it.row0 + wg_row0) / a.group;
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = r_lo + 8 * h;
-        const float inv = l_run[h] > 0.f ? 1.f / l_run[h] : 0.f;
-        const uint32_t row = sQ + r * 128 + (lane & 3) * 4;
-#pragma unroll
-        for (int j = 0; j < 32; ++j) {
-          const uint32_t dst = row + (j >> 3) * (BM * 128) + (((j & 7) ^ (r & 7)) << 4);
-          const uint32_t v = pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-          asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst), "r"(v) : "memory");
-        }
-      }
-      wg::fence_proxy_async();
-      wg_bar();
-      if (tq == 0) {
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-          wg::tma_store_3d(&tma_o, sQ + i * (BM * 128) + wg_row0 * 128, i * 64, it.kvh * a.group, t0);
-        wg::tma_store_commit_and_wait_read();
-      }
-      wg_bar();
-      release(q_empty(wgi));
-      GS_TL_MARK_AT(tid == 0, it.t, kEnd);
-      continue;
-    }
-    if (OMODE == 1) {
-      // (the other epilogues below read no Q row)
-      release(q_empty(wgi));
-    }
-    if (OMODE == 0 && it.q_tma && a.num_splits == 1) {
+    if (it.q_tma && a.num_splits == 1) {
       // Two rounds of 128 columns through this warpgroup's 16 KB staging buffer (two swizzled
       // slabs of 64 rows), each sent as two TMA boxes. A round waits only for the previous
       // round's boxes to have read the buffer; the last round's store runs on under the next item.
@@ -494,7 +459,7 @@ __global__ void __launch_bounds__(WgPersistent<OMODE, PREGS>::kThreads, 1)
     GS_TL_MARK_AT(tid == 0, it.t, kEnd);
   }
   // The staging buffer must stay until the last boxes have read it.
-  if (OMODE == 0 && tq == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
+  if (tq == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
 #else
   __trap();
 #endif
