@@ -245,26 +245,7 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
   auto release = [&](uint32_t bar) {
     if (lane == 0) wg::mbar_arrive(bar);
   };
-  auto issue_s = [&](float (&sc)[NA], int s) {
-    const uint64_t kd = k_desc + ((s * C::kTileBytes) >> 4);
-#pragma unroll
-    for (int kk = 0; kk < 16; ++kk) {
-      constexpr uint32_t kQSlab = BM * 128, kKSlab = BN * 128;
-      const uint32_t qo = (kk >> 2) * kQSlab + (kk & 3) * 32, ko = (kk >> 2) * kKSlab + (kk & 3) * 32;
-      wg::wgmma_ss<BN>(sc, q_desc + (qo >> 4), kd + (ko >> 4), kk > 0);
-    }
-    wg::commit();
-  };
   float o[128];
-  auto issue_pv = [&](const uint32_t (&p)[NA / 2], int s) {
-    const uint64_t vd = v_desc + ((s * C::kTileBytes) >> 4);
-#pragma unroll
-    for (int kk = 0; kk < BN / 16; ++kk) {
-      const uint32_t pa[4] = {p[4 * kk], p[4 * kk + 1], p[4 * kk + 2], p[4 * kk + 3]};
-      wg::wgmma_m64n256k16_rs_tb(o, pa, vd + ((kk * 16 * 128) >> 4));
-    }
-    wg::commit();
-  };
 
   int gtile = 0, q_loads = 0;
   for (int u = 0;; ++u) {
@@ -291,6 +272,7 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
     for (int h = 0; h < 2; ++h)
       if (qpos[h] >= 0) wpmin = min(wpmin, qpos[h]), wpmax = max(wpmax, qpos[h]);
     wpmin = __reduce_min_sync(0xffffffffu, wpmin), wpmax = __reduce_max_sync(0xffffffffu, wpmax);
+    const TileRows rows{it.kv_len, a.window, wpmin, wpmax, {qpos[0], qpos[1]}};
 
     if (it.q_tma) {
       wg::mbar_wait(q_full(wgi), q_loads & 1);
@@ -326,64 +308,20 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
       GS_TL_MARK_AT(tid == 0 && j == 0, it.t, kFirstK);
       wg::fence_proxy_async();
       wg::fence();
-      issue_s(sc, s);
+      wg_issue_s<C>(sc, q_desc, k_desc, s);
       wg::wait<0>();
       wg::pin(sc);
       release(empty_k(s));
       if (j == it.n_tiles - 1) release(q_empty(wgi));  // the next item's Q may land in these rows
-      // Softmax: the serial kernel's (attention_wgmma.cuh).
       float alpha[2];
-      {
-        const bool all_visible =
-            k0 + BN <= it.kv_len && k0 + BN - 1 <= wpmin && (a.window == 0 || wpmax - k0 < a.window);
-        if (!all_visible) {
-#pragma unroll
-          for (int i = 0; i < NA; ++i) {
-            const int h = (i >> 1) & 1;
-            const int key = k0 + (i >> 2) * 8 + (lane & 3) * 2 + (i & 1);
-            const bool ok = key < it.kv_len && key <= qpos[h] && (a.window == 0 || qpos[h] - key < a.window);
-            if (!ok) sc[i] = -INFINITY;
-          }
-        }
-        float mx[2] = {-INFINITY, -INFINITY};
-#pragma unroll
-        for (int i = 0; i < NA; ++i) mx[(i >> 1) & 1] = fmaxf(mx[(i >> 1) & 1], sc[i]);
-        float base_m[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
-          mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
-          mx[h] *= a.scale_log2;
-          const float m_new = fmaxf(m_run[h], mx[h]);
-          const bool grow = m_new > m_run[h] + 8.f;
-          const float m_old = m_run[h];
-          if (grow) m_run[h] = m_new;
-          base_m[h] = m_run[h] == -INFINITY ? 0.f : m_run[h];
-          alpha[h] = grow ? fast_exp2(m_old - base_m[h]) : 1.f;
-          l_run[h] *= alpha[h];
-        }
-#pragma unroll
-        for (int i = 0; i < NA; i += 2) {
-          const int h = (i >> 1) & 1;
-          const float e0 = fast_exp2(fmaf(sc[i], a.scale_log2, -base_m[h]));
-          const float e1 = fast_exp2(fmaf(sc[i + 1], a.scale_log2, -base_m[h]));
-          l_run[h] += e0 + e1;
-          sc[i] = e0, sc[i + 1] = e1;
-        }
-      }
+      softmax_tile<BN>(sc, k0, rows, a.scale_log2, lane, m_run, l_run, alpha);
       uint32_t p[NA / 2];
-#pragma unroll
-      for (int i = 0; i < NA; i += 2) p[i >> 1] = pack_bf16x2(sc[i], sc[i + 1]);
-      if (__any_sync(0xffffffffu, alpha[0] != 1.f || alpha[1] != 1.f)) {
-#pragma unroll
-        for (int jj = 0; jj < 32; ++jj)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) o[4 * jj + e] *= alpha[e >> 1];
-      }
+      pack_p_tile<NA>(sc, p);
+      rescale_o_tile(o, alpha);
       wg::mbar_wait(full_v(s), parity);
       wg::fence_proxy_async();
       wg::fence();
-      issue_pv(p, s);
+      wg_issue_pv<C>(o, p, v_desc, s);
       wg::wait<0>();
       wg::pin(o);
       GS_TL_MARK_AT(tid == 0 && j == 0, it.t, kFirstPv);
