@@ -261,6 +261,24 @@ __device__ __forceinline__ void wg_issue_pv(float (&o)[128], const uint32_t (&p)
   }
   wg::commit();
 }
+// Rows [r0, r0 + n) of the query tile (bm rows, zero past the sequence's end) gathered by 16-byte
+// cp.async into the swizzled slabs at sQ by threads t of nt, landed and ordered before the wgmma
+// reads (the caller's barrier then publishes them to the other threads).
+template <int HD, int BM>
+__device__ __forceinline__ void gather_q_rows(const TileArgs& a, const CtaPlace& cta, uint32_t sQ, int r0, int n,
+                                              int t, int nt) {
+  constexpr int kChunks = HD / 8;
+  for (int i = t; i < n * kChunks; i += nt) {
+    const int r = r0 + i / kChunks, c = i % kChunks;
+    bool ok;
+    const __nv_bfloat16* src = q_chunk_src<HD>(a, cta, r, c, ok);
+    const uint32_t dst = sQ + (c >> 3) * (BM * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
+  }
+  cp_async_commit();
+  cp_async_wait<0>();
+  wg::fence_proxy_async();
+}
 #endif
 
 // What a warp's rows may see, for the mask of softmax_tile: the keys below kv_len, this thread's
@@ -335,6 +353,39 @@ __device__ __forceinline__ void rescale_o_tile(float (&o)[128], const float (&al
   for (int j = 0; j < 32; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e) o[4 * j + e] *= alpha[e >> 1];
+}
+
+// The epilogue without TMA (tiles cut by their sequence's end, split partials): this thread's
+// rows pr and pr + 8 of the sequence (columns col0 + ...), normalised bf16 into out, or
+// unnormalised f32 into the split partials with the running max and sum (write_ml: this
+// warpgroup writes those).
+template <int HD>
+__device__ __forceinline__ void store_o_direct(const TileArgs& a, const float (&o)[128], const float (&m_run)[2],
+                                               const float (&l_run)[2], const CtaPlace& cta, int pr0, int col0,
+                                               int lane, bool write_ml) {
+  using bf16 = __nv_bfloat16;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int pr = pr0 + 8 * h;
+    if (pr >= cta.rows) continue;
+    const int t = cta.q0 + pr / a.group, head = cta.kvh * a.group + pr % a.group;
+    const int col = col0 + (lane & 3) * 2;
+    const float l = l_run[h];
+    if (a.num_splits == 1) {
+      const float inv = l > 0.f ? 1.f / l : 0.f;
+      bf16* dst = a.out + (int64_t(t) * a.num_q_heads + head) * HD + col;
+#pragma unroll
+      for (int j = 0; j < 32; ++j)
+        *reinterpret_cast<uint32_t*>(dst + j * 8) = pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+    } else {
+      const int64_t prow = (int64_t(cta.split) * a.num_tokens + t) * a.num_q_heads + head;
+      float* dst = a.part_o + prow * HD + col;
+#pragma unroll
+      for (int j = 0; j < 32; ++j)
+        *reinterpret_cast<float2*>(dst + j * 8) = make_float2(o[4 * j + 2 * h], o[4 * j + 2 * h + 1]);
+      if (write_ml && (lane & 3) == 0) a.part_ml[2 * prow] = m_run[h], a.part_ml[2 * prow + 1] = l;
+    }
+  }
 }
 
 // Which grid cell (query tile x, KV head × split y) this CTA takes, given that the hardware
@@ -587,16 +638,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   } else {
     // The Q tile (zero rows past the end), by the consumers alone: the producer has already
     // started on K/V meanwhile.
-    for (int i = tid; i < BM * C::kChunks; i += C::kConsumerThreads) {
-      const int r = i / C::kChunks, c = i % C::kChunks;
-      bool ok;
-      const bf16* src = q_chunk_src<HD>(a, cta, r, c, ok);
-      const uint32_t dst = sQ + (c >> 3) * (BM * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
-      asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
-    }
-    cp_async_commit();
-    cp_async_wait<0>();
-    wg::fence_proxy_async();
+    gather_q_rows<HD, BM>(a, cta, sQ, 0, BM, tid, C::kConsumerThreads);
     wg::consumer_bar_sync();
   }
   GS_TL_MARK(tid == 0, kQLanded);
@@ -793,29 +835,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     GS_TL_MARK(tid == 0, kEnd);
     return;
   }
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int pr = cta.row0 + r_lo + 8 * h;
-    if (pr >= cta.rows) continue;
-    const int t = cta.q0 + pr / a.group, head = cta.kvh * a.group + pr % a.group;
-    const int col = dim0 + (lane & 3) * 2;
-    const float l = l_run[h];
-    if (a.num_splits == 1) {
-      const float inv = l > 0.f ? 1.f / l : 0.f;
-      bf16* dst = a.out + (int64_t(t) * a.num_q_heads + head) * HD + col;
-#pragma unroll
-      for (int j = 0; j < 32; ++j)
-        *reinterpret_cast<uint32_t*>(dst + j * 8) = pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-    } else {
-      const int64_t prow = (int64_t(cta.split) * a.num_tokens + t) * a.num_q_heads + head;
-      float* dst = a.part_o + prow * HD + col;
-#pragma unroll
-      for (int j = 0; j < 32; ++j)
-        *reinterpret_cast<float2*>(dst + j * 8) = make_float2(o[4 * j + 2 * h], o[4 * j + 2 * h + 1]);
-      // Split d: both warpgroups hold the same rows and statistics, one writes them.
-      if ((!SPLIT || wgi == 0) && (lane & 3) == 0) a.part_ml[2 * prow] = m_run[h], a.part_ml[2 * prow + 1] = l;
-    }
-  }
+  // Split d: both warpgroups hold the same rows and statistics, one writes them.
+  store_o_direct<HD>(a, o, m_run, l_run, cta, cta.row0 + r_lo, dim0, lane, !SPLIT || wgi == 0);
   GS_TL_MARK(tid == 0, kEnd);
 #else
   // Built for another architecture: the dispatcher never launches this kernel there.

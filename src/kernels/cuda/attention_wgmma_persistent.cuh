@@ -1,16 +1,18 @@
-// The hd256 serial wgmma kernel (attention_wgmma.cuh) as a persistent kernel: one CTA per SM
-// walks the launch's work items (query tile x KV head x split x sequence) from a queue, so the
-// fixed ~4.5 us of a CTA (the chain to its first K tile, the Q load, the output store, the next
-// CTA's start; timeline of hd256 W1024, H200, attention.md) overlaps the previous item's work:
-// - the producer warpgroup runs on into the next item's K/V as soon as stages free, fetching the
-//   item ahead of time (one atomic per item; the first item of a CTA is its blockIdx.x);
+// The hd256 serial wgmma kernel (attention_wgmma.cuh) as a persistent kernel, the default for
+// hd256 prefill: one CTA per SM walks the launch's work items (query tile x KV head x split x
+// sequence) from a queue, so most of a CTA's fixed ~4.6 us (the chain to its first K tile, the Q
+// load, the output store, the next CTA's start) overlaps the previous item's work:
+// - the producer warpgroup runs on into the next item's K/V as soon as stages free, claiming the
+//   next item two tiles before the current one's last is loaded (one atomic per item; the first
+//   item of a CTA is its blockIdx.x);
 // - each consumer warpgroup frees its 64 Q rows with its last S of an item, and the producer
 //   loads the next item's Q rows there by TMA while that warpgroup finishes softmax and P·V;
 // - the output leaves through a staging buffer of its own (16 KB per warpgroup, two rounds of 128
 //   columns), not through the Q rows, so the next Q does not wait for it.
 // Items are taken in the order of wgmma_block_order (each head's query tiles longest first, the
 // shortest eighth of every head held back to the end), the queue balancing what a static walk
-// could not (causal items differ up to 64x in work).
+// could not (causal items differ up to 64x in work). H200, 8k prefill: W1024 491-516 TFLOP/s
+// against the serial kernel's 443-448 (attention.md, "A persistent hd256 kernel").
 //
 // Shared memory: Q 64 KB | K 2 x 32 KB | V 2 x 32 KB | O staging 2 x 16 KB | barriers | 2 item slots.
 #pragma once
@@ -281,16 +283,7 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
       // A tile cut by its sequence's end: this warpgroup gathers its rows (zero past the end).
       CtaPlace cta{};
       cta.q0 = it.q0, cta.rows = it.rows, cta.row0 = it.row0, cta.kvh = it.kvh;
-      for (int i = tq; i < 64 * C::kChunks; i += 128) {
-        const int r = wg_row0 + i / C::kChunks, c = i % C::kChunks;
-        bool ok;
-        const bf16* src = q_chunk_src<HD>(a, cta, r, c, ok);
-        const uint32_t dst = sQ + (c >> 3) * (BM * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
-      }
-      cp_async_commit();
-      cp_async_wait<0>();
-      wg::fence_proxy_async();
+      gather_q_rows<HD, BM>(a, cta, sQ, wg_row0, 64, tq, 128);
       wg_bar();
     }
 
@@ -372,28 +365,9 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
       GS_TL_MARK_AT(tid == 0, it.t, kEnd);
       continue;
     }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int pr = it.row0 + r_lo + 8 * h;
-      if (pr >= it.rows) continue;
-      const int t = it.q0 + pr / a.group, head = it.kvh * a.group + pr % a.group;
-      const int col = (lane & 3) * 2;
-      const float l = l_run[h];
-      if (a.num_splits == 1) {
-        const float inv = l > 0.f ? 1.f / l : 0.f;
-        bf16* dst = a.out + (int64_t(t) * a.num_q_heads + head) * HD + col;
-#pragma unroll
-        for (int j = 0; j < 32; ++j)
-          *reinterpret_cast<uint32_t*>(dst + j * 8) = pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-      } else {
-        const int64_t prow = (int64_t(it.split) * a.num_tokens + t) * a.num_q_heads + head;
-        float* dst = a.part_o + prow * HD + col;
-#pragma unroll
-        for (int j = 0; j < 32; ++j)
-          *reinterpret_cast<float2*>(dst + j * 8) = make_float2(o[4 * j + 2 * h], o[4 * j + 2 * h + 1]);
-        if ((lane & 3) == 0) a.part_ml[2 * prow] = m_run[h], a.part_ml[2 * prow + 1] = l;
-      }
-    }
+    CtaPlace cta{};
+    cta.q0 = it.q0, cta.rows = it.rows, cta.kvh = it.kvh, cta.split = it.split;
+    store_o_direct<HD>(a, o, m_run, l_run, cta, it.row0 + r_lo, 0, lane, true);
     GS_TL_MARK_AT(tid == 0, it.t, kEnd);
   }
   // The staging buffer must stay until the last boxes have read it.
