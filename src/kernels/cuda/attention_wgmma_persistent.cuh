@@ -212,8 +212,8 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
         tile(0);
       }
       load_q();  // after the first tile: its stages free before the Q rows do
-      // (Peeled: inside the loop, the Q load kept the item's fields live through it, and the
-      // producer's 72 registers then serialised its copies.)
+      // (The first tile is peeled so that the Q load's fields of the item are dead in the loop:
+      // the producer's registers are what keeps its copies from running one at a time.)
       for (int j = 1; j < it.n_tiles; ++j) {
         if (warp == 8 && lane == 0 && j == claim_at) next = claim();
         tile(j);
