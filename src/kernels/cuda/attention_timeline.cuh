@@ -31,6 +31,8 @@ enum Event : int {
   kLoopEnd0,     // consumer warpgroup 0: last P·V complete
   kLoopEnd1,     // consumer warpgroup 1: last P·V complete
   kEnd,          // consumer warpgroup 0: output stored
+  kIssued,       // persistent kernel, producer: every tile of the item issued
+  kPublished,    // persistent kernel, producer: the item's place computed and handed over
   kEvents
 };
 constexpr int kMaxCtas = 16384;

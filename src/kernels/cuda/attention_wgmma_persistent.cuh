@@ -104,6 +104,7 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
     for (int u = 0;; ++u) {
       const int slot = u & 1;
       if (warp == 8) {
+        GS_TL_MARK_AT(lane == 0 && u > 0, items[slot ^ 1].t, kIssued);
         // The next item that has rows: the queue hands out cells of shorter sequences too.
         if (u >= 2) wg::mbar_wait(item_empty(slot), ((u >> 1) - 1) & 1);
         int t = __shfl_sync(0xffffffffu, next, 0);
@@ -141,6 +142,7 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
           // An item without key tiles claims its successor now (the others: near their end).
           if (lane == 0 && kt.count == 0) next = claim();
         }
+        GS_TL_MARK_AT(lane == 0 && t >= 0, t, kPublished);
         if (lane == 0) {
           items[slot] = it;
           wg::mbar_arrive(item_full(slot));  // release: the slot's contents before the consumers' acquire
