@@ -8,7 +8,10 @@ prints, over the CTAs with a full share of key tiles and over all of them:
     first P·V done;
   - the main loop (first K landed to the last warpgroup's last P·V) and its time per key tile;
   - the epilogue (last P·V to the output stored);
-  - the gap on each SM between a CTA's end and the next CTA's entry, and the launch's span.
+  - the gap on each SM between a CTA's end and the next CTA's entry, and the launch's span;
+  - for the persistent kernel (one row per work item), the step from an item's last P.V to the
+    next item on its SM: the producer's last tile issued, the next item published, its first page
+    lookup, Q and first K landed.
 Intervals within a CTA come from clock64 (one SM's counter), converted at the clock rate the
 globaltimer shows; the gaps between CTAs from globaltimer.
 
@@ -19,6 +22,7 @@ import statistics
 import sys
 
 START, SETUP, LOOKUP, QLANDED, FIRSTK, FIRSTPV, LOOPEND0, LOOPEND1, END = range(9)
+ISSUED, PUBLISHED = 9, 10  # the persistent kernel's producer (columns absent in older files)
 
 
 def stats(values):
@@ -33,7 +37,7 @@ def report(path):
     rows = []
     with open(path) as f:
         for r in csv.DictReader(f):
-            ns = [int(r[f"ns{e}"]) for e in range(9)]
+            ns = [int(r[f"ns{e}"]) if f"ns{e}" in r else 0 for e in range(11)]
             clk = [int(r[f"clk{e}"]) for e in range(9)]
             if ns[START] == 0 or ns[END] == 0:
                 continue  # idle CTA, or a role that did not record
@@ -82,6 +86,24 @@ def report(path):
     print("  gap between CTAs on an SM ", stats(gaps))
     print("  SM idle before its first  ", stats(first_starts))
     print("  SM idle after its last    ", stats(last_ends))
+    # A persistent kernel records per work item: from one item's last P.V to the next item on the
+    # same SM (its producer's marks where the file has them).
+    steps = {"producer: last tile issued": [], "producer: next item published": [],
+             "next item: first page lookup": [], "next item: consumers start": [], "next item: Q landed": [],
+             "next item: first K landed": []}
+    for lst in by_sm.values():
+        for a, b in zip(lst, lst[1:]):
+            base = a["ns"][LOOPEND0]
+            pairs = (("producer: last tile issued", a, ISSUED), ("producer: next item published", b, PUBLISHED),
+                     ("next item: first page lookup", b, LOOKUP), ("next item: consumers start", b, START),
+                     ("next item: Q landed", b, QLANDED), ("next item: first K landed", b, FIRSTK))
+            for name, r, e in pairs:
+                if r["ns"][e]:
+                    steps[name].append((r["ns"][e] - base) / 1000.0)
+    if steps["producer: next item published"]:
+        print("-- from an item's last P.V (warpgroup 0) to the next item on its SM, us:")
+        for name, v in steps.items():
+            print(f"  {name:30s}", stats(v))
 
 
 def main():
