@@ -40,25 +40,12 @@ void launch_wgmma_persistent(const TileArgs& a_in, const TileGrid& g, cudaStream
   if (!a_in.work_queue) return launch_wgmma_config<WgConfig<256, false>>(a_in, g, stream);
   TileArgs a = a_in;
   CUtensorMap map_q{}, map_o{};
-  a.tma_q = 0;
-  if (wgmma_tma_q_enabled() && a.group >= 1 && 64 % a.group == 0 && a.num_tokens > 0) {
-    encode_head_tensor_map(&map_q, a.q, 256, a.num_q_heads, a.num_tokens, a.group, 64 / a.group);
-    encode_head_tensor_map(&map_o, a.out, 256, a.num_q_heads, a.num_tokens, a.group, 64 / a.group);
-    a.tma_q = 1;
-  }
-  a.key_align = wgmma_key_align();
+  prepare_qo_and_keys(a, 256, map_q, map_o);
   a.item_q_tiles = g.q_tiles, a.item_heads = g.kv_heads * a.num_splits, a.item_seqs = g.num_seqs;
   const int64_t items = int64_t(a.item_q_tiles) * a.item_heads * a.item_seqs;
   if (items == 0) return;
-  static std::atomic<uint64_t> done_devices{0};
-  int dev = 0;
-  GS_CUDA_CHECK(cudaGetDevice(&dev));
-  const uint64_t bit = uint64_t(1) << (dev & 63);
-  if (!(done_devices.load(std::memory_order_acquire) & bit)) {
-    GS_CUDA_CHECK(cudaFuncSetAttribute(attention_wgmma_persistent_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       int(C::kSmemBytesP)));
-    done_devices.fetch_or(bit, std::memory_order_acq_rel);
-  }
+  static std::atomic<uint64_t> smem_set{0};
+  allow_dynamic_smem(reinterpret_cast<const void*>(attention_wgmma_persistent_kernel), C::kSmemBytesP, smem_set);
   // One CTA per SM (225 KB of shared memory), never more than there are items.
   const int ctas = int(std::min<int64_t>(items, sm_count()));
   const bool recording = timeline::begin(stream);

@@ -550,19 +550,35 @@ bool wgmma_tma_q_enabled();
 // at multiples of the tile's keys as the mma.sync kernels do. Defined in attention_wgmma.cu.
 int wgmma_key_align();
 
+// Before a wgmma launch: Q and O as [tokens][query heads][d] tensor maps with boxes of 64 rows
+// (64 / group tokens x group heads), a.tma_q set where they apply, and a.key_align.
+inline void prepare_qo_and_keys(TileArgs& a, int head_dim, CUtensorMap& map_q, CUtensorMap& map_o) {
+  a.tma_q = 0;
+  if (wgmma_tma_q_enabled() && a.group >= 1 && 64 % a.group == 0 && a.num_tokens > 0) {
+    encode_head_tensor_map(&map_q, a.q, head_dim, a.num_q_heads, a.num_tokens, a.group, 64 / a.group);
+    encode_head_tensor_map(&map_o, a.out, head_dim, a.num_q_heads, a.num_tokens, a.group, 64 / a.group);
+    a.tma_q = 1;
+  }
+  a.key_align = wgmma_key_align();
+}
+
+// Lets `kernel` take `bytes` of dynamic shared memory, once per device (`done`: one bit per
+// device, the caller's static).
+inline void allow_dynamic_smem(const void* kernel, size_t bytes, std::atomic<uint64_t>& done) {
+  int dev = 0;
+  GS_CUDA_CHECK(cudaGetDevice(&dev));
+  const uint64_t bit = uint64_t(1) << (dev & 63);
+  if (done.load(std::memory_order_acquire) & bit) return;
+  GS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  done.fetch_or(bit, std::memory_order_acq_rel);
+}
+
 template <class C>
 void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t stream) {
   TileArgs a = a_in;
   CUtensorMap map_k{}, map_v{}, map_q{}, map_o{};
   a.tma_box_rows = 0;
-  // Q and O as [tokens][query heads][d]: boxes of 64 rows = 64 / group tokens x group heads.
-  a.tma_q = 0;
-  if (wgmma_tma_q_enabled() && a.group >= 1 && 64 % a.group == 0 && a.num_tokens > 0) {
-    encode_head_tensor_map(&map_q, a.q, C::kHeadDim, a.num_q_heads, a.num_tokens, a.group, 64 / a.group);
-    encode_head_tensor_map(&map_o, a.out, C::kHeadDim, a.num_q_heads, a.num_tokens, a.group, 64 / a.group);
-    a.tma_q = 1;
-  }
-  a.key_align = wgmma_key_align();
+  prepare_qo_and_keys(a, C::kHeadDim, map_q, map_o);
   if constexpr (C::kTma) {
     // Boxes must not straddle a page (pages are not contiguous in the pool) and must tile 64 keys.
     const int box = a.page_size % 16 == 0 ? 16 : a.page_size % 8 == 0 ? 8 : 0;
@@ -574,15 +590,8 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
       a.tma_box_rows = box;
     }
   }
-  static std::atomic<uint64_t> done_devices{0};
-  int dev = 0;
-  GS_CUDA_CHECK(cudaGetDevice(&dev));
-  const uint64_t bit = uint64_t(1) << (dev & 63);
-  if (!(done_devices.load(std::memory_order_acquire) & bit)) {
-    GS_CUDA_CHECK(cudaFuncSetAttribute(attention_wgmma_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       int(C::kSmemBytes)));
-    done_devices.fetch_or(bit, std::memory_order_acq_rel);
-  }
+  static std::atomic<uint64_t> smem_set{0};
+  allow_dynamic_smem(reinterpret_cast<const void*>(attention_wgmma_kernel<C>), C::kSmemBytes, smem_set);
   const bool recording = timeline::begin(stream);
   if (C::kPair && a.tma_box_rows > 0 && g.q_tiles > 1) {
     // Clusters of two along x: an even number of query tiles (a CTA past the rows exits at once).

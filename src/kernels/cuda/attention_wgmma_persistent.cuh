@@ -28,6 +28,12 @@ struct PersistentItem {
   int kv_len, first_new_key;
   int key0, n_tiles;      // the split's key tiles
   int q_tma;              // Q by TMA (and O through the staging buffer): the tile is whole
+  // The fields of its CtaPlace that the consumers' Q gather and direct epilogue read.
+  __device__ CtaPlace place() const {
+    CtaPlace c{};
+    c.q0 = q0, c.rows = rows, c.row0 = row0, c.kvh = kvh, c.split = split;
+    return c;
+  }
 };
 
 struct WgPersistent : WgConfig<256, false> {
@@ -283,9 +289,7 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
       ++q_loads;
     } else {
       // A tile cut by its sequence's end: this warpgroup gathers its rows (zero past the end).
-      CtaPlace cta{};
-      cta.q0 = it.q0, cta.rows = it.rows, cta.row0 = it.row0, cta.kvh = it.kvh;
-      gather_q_rows<HD, BM>(a, cta, sQ, wg_row0, 64, tq, 128);
+      gather_q_rows<HD, BM>(a, it.place(), sQ, wg_row0, 64, tq, 128);
       wg_bar();
     }
 
@@ -367,9 +371,7 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
       GS_TL_MARK_AT(tid == 0, it.t, kEnd);
       continue;
     }
-    CtaPlace cta{};
-    cta.q0 = it.q0, cta.rows = it.rows, cta.kvh = it.kvh, cta.split = it.split;
-    store_o_direct<HD>(a, o, m_run, l_run, cta, it.row0 + r_lo, 0, lane, true);
+    store_o_direct<HD>(a, o, m_run, l_run, it.place(), it.row0 + r_lo, 0, lane, true);
     GS_TL_MARK_AT(tid == 0, it.t, kEnd);
   }
   // The staging buffer must stay until the last boxes have read it.
