@@ -455,32 +455,46 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   if constexpr (!C::kPipelined) {
     // One product at a time per warpgroup; the two warpgroups overlap each other (hd256 only:
     // hd512's exchange keeps them in step).
+    timeline::LoopSpans spans;  // diagnostic builds only
     for (int it = 0; it < n_tiles; ++it) {
       const int s = it % ST, parity = (it / ST) & 1, k0 = key0 + it * BN;
       float sc[NA];
+      spans.start();
       wg::mbar_wait(full_k(s), parity);
+      spans.stop(timeline::kSpanWaitK);
       GS_TL_MARK(tid == 0 && it == 0, kFirstK);
+      spans.start();
       wg::fence_proxy_async();
       wg::fence();
       issue_s(sc, s);
       wg::wait<0>();
       wg::pin(sc);
+      spans.stop(timeline::kSpanS);
       release(empty_k(s));
+      spans.start();
       exchange(sc, it);
+      spans.stop(timeline::kSpanExchange);
+      spans.start();
       uint32_t p[NA / 2];
       float alpha[2];
       softmax(sc, k0, alpha);
       pack_p(sc, p);
       rescale_o(alpha);
+      spans.stop(timeline::kSpanSoftmax);
+      spans.start();
       wg::mbar_wait(full_v(s), parity);
+      spans.stop(timeline::kSpanWaitV);
+      spans.start();
       wg::fence_proxy_async();
       wg::fence();
       issue_pv(p, s);
       wg::wait<0>();
       wg::pin(o);
+      spans.stop(timeline::kSpanPv);
       GS_TL_MARK(tid == 0 && it == 0, kFirstPv);
       release(empty_v(s));
     }
+    spans.record(tid == 0);
   } else {
     // Software pipeline inside the warpgroup (FlashAttention-3's intra-warpgroup overlap): the
     // P·V of tile it-1 runs on the tensor cores while this warpgroup computes the softmax of
