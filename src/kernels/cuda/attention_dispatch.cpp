@@ -145,6 +145,8 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
     case TileKernel::Hd256WgmmaPersistent: return {"hd256 wgmma serial, persistent (sm_90a)", 256, 128, 64};
     case TileKernel::Hd512WgmmaClusterSplit:
       return {"hd512 wgmma, head dim split over a CTA pair (sm_90a)", 512, 128, 64};
+    case TileKernel::Hd512WgmmaClusterSplitPipelined:
+      return {"hd512 wgmma, head dim split over a CTA pair, pipelined (sm_90a)", 512, 128, 64};
     case TileKernel::Hd512Split8: return {"hd512 decode 8 warps split d, 32 keys x3", 512, 16, 32};
     case TileKernel::Hd512Split8Fine: return {"hd512 decode 8 warps split d, 16 keys x6", 512, 16, 16};
     case TileKernel::Hd512Split8Pair: return {"hd512 decode 8 warps split d, 16 keys x3, 2/SM", 512, 16, 16};
@@ -289,7 +291,7 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
   int splits = 1;
   if (workspace != nullptr) {
     const int64_t ctas = int64_t(plan.grid.q_tiles) * nkv * batch.num_seqs *
-                         (plan.kernel == TileKernel::Hd512WgmmaClusterSplit ? 2 : 1);  // two CTAs a tile
+                         (is_cluster_split_kernel(plan.kernel) ? 2 : 1);  // two CTAs a tile
     const int per_sm = is_wgmma_kernel(plan.kernel) ? 1  // 193-225 KB of shared memory per CTA
                        : hd == 256                  ? tile_kernel_occupancy_hd256(plan.kernel)
                                                     : tile_kernel_occupancy_hd512(plan.kernel);
