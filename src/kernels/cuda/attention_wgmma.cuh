@@ -93,11 +93,6 @@ struct WgConfig {
   // each; K of tile j+1 still loads during softmax and P·V of tile j, V of j+1 during S of j+1.
   // hd256 with wider tiles: one each as well (Q 64 KB + 2 x 64 KB at 128 keys).
   static constexpr int kStages = kSplitD || BN > 64 ? 1 : 2;
-  // Serial split d: the single K stage is freed slab by slab (64 head-dim columns, 8 KB), each as
-  // soon as the wgmma group that read it completes, and the producer refills it slab by slab, so
-  // the next tile's K starts loading a quarter of the way into S instead of after it.
-  static constexpr bool kSlabRelease = kSplitD && !PIPELINED;
-  static constexpr int kSlabs = HD / 64;
   static constexpr int kKeysPerLane = BN / 32;  // page lookups per producer lane and tile
   static constexpr int kAcc = BN / 2;           // S accumulator registers per consumer thread
   // Registers per thread after setmaxnreg: the producer needs few, the consumers' O alone is
@@ -118,8 +113,7 @@ struct WgConfig {
   static constexpr uint32_t kOffX = kOffV + kStages * kTileBytes;
   // 4 barriers per stage, then Q's, then (cluster split) x_full and x_empty per warpgroup.
   static constexpr uint32_t kOffBar = kOffX + kXBytes;
-  static constexpr uint32_t kOffRows =
-      kOffBar + (4 * kStages + 1 + (CLUSTER_SPLIT ? 4 : 0) + (kSlabRelease ? kSlabs : 0)) * 8;
+  static constexpr uint32_t kOffRows = kOffBar + (4 * kStages + 1 + (CLUSTER_SPLIT ? 4 : 0)) * 8;
   static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kOffRows + (kPair ? 2 : 1) * kBlockM * 4;
   static_assert(kDimsPerWg == 256, "one m64n256 accumulator per consumer warpgroup");
   static_assert(!CLUSTER_SPLIT || (HD == 512 && !TMA && BN == 64), "cluster split: hd512 with cp.async K/V");
@@ -155,8 +149,6 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   // CTA's X (st.async transactions); x_empty(w), the partner has read what this CTA sent it.
   auto x_full = [&](int w) { return bars + 8u * (4 * ST + 1 + w); };
   auto x_empty = [&](int w) { return bars + 8u * (4 * ST + 3 + w); };
-  // Slab release (serial split d, one stage): K slab i of the stage is free.
-  auto empty_k_slab = [&](int i) { return bars + 8u * (4 * ST + 1 + (CSPLIT ? 4 : 0) + i); };
   int* sRowPos = reinterpret_cast<int*>(smem + C::kOffRows);
 
   // Cluster pair (kPair): CTA rank blockIdx.x & 1 of a cluster of two along x. It shares K/V with
@@ -191,9 +183,6 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       // One arrival per consumer warp, of both CTAs when paired.
       wg::mbar_init(empty_k(s), paired ? 16 : 8), wg::mbar_init(empty_v(s), paired ? 16 : 8);
     }
-    // A slab is read by one warpgroup: one arrival per warp of it, in both CTAs when paired.
-    if constexpr (C::kSlabRelease)
-      for (int i = 0; i < C::kSlabs; ++i) wg::mbar_init(empty_k_slab(i), paired ? 8 : 4);
     if constexpr (CSPLIT) {
       // Each phase of x_full: this thread's arrival with the bytes it expects, and the partner's
       // 16 KB of st.async. x_empty: one arrival per warp of the partner's warpgroup.
@@ -289,50 +278,11 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       }
       t.tma = C::kTma && a.tma_box_rows > 0 && __all_sync(0xffffffffu, all_live);
     };
-    // Slab release. The parity waits below are exact only for a barrier at most one phase from
-    // the one waited for, so the order matters: this CTA's first own slab (the ones it loads)
-    // first. Its phase j-1 done means that the warpgroup reading it finished S of tile j-1 in both
-    // CTAs, hence (the S exchange keeps a CTA's warpgroups in step) the other warpgroup finished S
-    // of tile j-2: every other slab's barrier is at phase j-1 or past it. And none is past it
-    // before this thread has arrived on full for tile j, nor before warp 8 has issued that slab.
-    const int own_slabs = paired ? C::kSlabs / 2 : C::kSlabs, slab0 = paired ? int(rank) * own_slabs : 0;
-    auto wait_k_slab = [&](int i, int use) { wg::mbar_wait(empty_k_slab(i), (use - 1) & 1); };
-    auto wait_k_slabs_all = [&](int use) {
-      wait_k_slab(slab0, use);
-      for (int i = 0; i < C::kSlabs; ++i)
-        if (i != slab0) wait_k_slab(i, use);
-    };
     auto load = [&](int kv, int j, const TileSrc& t) {
       const int s = j % ST, use = j / ST;
-      constexpr bool kSlabs = C::kSlabRelease;
-      // Slab release: K's TMA tiles wait per slab below; a gathered K tile waits for all slabs.
-      if (use > 0) {
-        if (!(kSlabs && kv == 0)) wg::mbar_wait(kv == 0 ? empty_k(s) : empty_v(s), (use - 1) & 1);
-        else if (t.tma) wait_k_slab(slab0, use);
-        else wait_k_slabs_all(use);
-      }
+      if (use > 0) wg::mbar_wait(kv == 0 ? empty_k(s) : empty_v(s), (use - 1) & 1);
       const uint32_t full = kv == 0 ? full_k(s) : full_v(s);
       if (t.tma) {
-        if (kSlabs && kv == 0) {
-          // Every producer thread arrives; warp 8 then waits for each further own slab before
-          // its boxes (the partner loads the other half).
-          if (pt == 0) wg::mbar_arrive_expect_tx(full, C::kTileBytes);
-          else wg::mbar_arrive(full);
-          if (warp != 8) return;
-          const uint32_t tile_base = sK + s * C::kTileBytes;
-          for (int i = 0; i < own_slabs; ++i) {
-            const int slab = slab0 + i;
-            if (i > 0 && use > 0) wait_k_slab(slab, use);
-            for (int g = 0; g < BN; g += a.tma_box_rows) {
-              const int token = __shfl_sync(0xffffffffu, pick(t.tok, g >> 5), g & 31);
-              if (pt != 0) continue;
-              const uint32_t dst = tile_base + slab * (BN * 128) + g * 128;
-              if (paired) wg::tma_load_3d_multicast(dst, &tma_k, slab * 64, cta.kvh, token, full, 3);
-              else wg::tma_load_3d(dst, &tma_k, slab * 64, cta.kvh, token, full);
-            }
-          }
-          return;
-        }
         if (warp == 8) {
           // Expect the bytes before issuing the copies; the phase also waits for the other
           // 127 producer threads' plain arrivals.
@@ -399,13 +349,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       // multicast): stay until the last use of every stage has been released by both.
       for (int s = 0; s < ST; ++s) {
         const int uses = (n_tiles - s + ST - 1) / ST;
-        if (uses > 0) {
-          // (The V wait of the last tile above implies that every slab's barrier is at phase
-          // uses - 1 or past it.)
-          if constexpr (C::kSlabRelease) wait_k_slabs_all(uses);
-          else wg::mbar_wait(empty_k(s), (uses - 1) & 1);
-          wg::mbar_wait(empty_v(s), (uses - 1) & 1);
-        }
+        if (uses > 0) wg::mbar_wait(empty_k(s), (uses - 1) & 1), wg::mbar_wait(empty_v(s), (uses - 1) & 1);
       }
     }
     cp_async_wait<0>();
@@ -521,27 +465,11 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       spans.start();
       wg::fence_proxy_async();
       wg::fence();
-      if constexpr (C::kSlabRelease) {
-        // One wgmma group per slab of this warpgroup's half; each slab is freed as its group
-        // completes (groups complete in order).
-        wg_issue_s_by_slab<C>(sc, q_desc, k_desc, s);
-        const int slab0 = wgi * 4;
-        wg::wait<3>();
-        release(empty_k_slab(slab0));
-        wg::wait<2>();
-        release(empty_k_slab(slab0 + 1));
-        wg::wait<1>();
-        release(empty_k_slab(slab0 + 2));
-        wg::wait<0>();
-        wg::pin(sc);
-        release(empty_k_slab(slab0 + 3));
-      } else {
-        issue_s(sc, s);
-        wg::wait<0>();
-        wg::pin(sc);
-        release(empty_k(s));
-      }
+      issue_s(sc, s);
+      wg::wait<0>();
+      wg::pin(sc);
       spans.stop(timeline::kSpanS);
+      release(empty_k(s));
       spans.start();
       exchange(sc, it);
       spans.stop(timeline::kSpanExchange);

@@ -34,19 +34,6 @@ __device__ __forceinline__ void wg_issue_s(float (&sc)[C::kAcc], uint64_t q_desc
   }
   wg::commit();
 }
-// The same in one wgmma group per 64-column slab (four groups), so that each slab of K can be
-// freed as soon as the group that read it completes.
-template <class C>
-__device__ __forceinline__ void wg_issue_s_by_slab(float (&sc)[C::kAcc], uint64_t q_desc, uint64_t k_desc, int s) {
-  const uint64_t kd = k_desc + ((s * C::kTileBytes) >> 4);
-#pragma unroll
-  for (int kk = 0; kk < 16; ++kk) {
-    constexpr uint32_t kQSlab = C::kBlockM * 128, kKSlab = C::kBlockN * 128;
-    const uint32_t qo = (kk >> 2) * kQSlab + (kk & 3) * 32, ko = (kk >> 2) * kKSlab + (kk & 3) * 32;
-    wg::wgmma_ss<C::kBlockN>(sc, q_desc + (qo >> 4), kd + (ko >> 4), kk > 0);
-    if ((kk & 3) == 3) wg::commit();
-  }
-}
 // O += P·V[:, the warpgroup's columns] of stage s; P is the register A operand: the S accumulator
 // of n8 tiles 2kk and 2kk+1 is the m16k16 A fragment of keys [16kk, 16kk + 16).
 template <class C>
