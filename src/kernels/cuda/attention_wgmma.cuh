@@ -93,6 +93,11 @@ struct WgConfig {
   // each; K of tile j+1 still loads during softmax and P·V of tile j, V of j+1 during S of j+1.
   // hd256 with wider tiles: one each as well (Q 64 KB + 2 x 64 KB at 128 keys).
   static constexpr int kStages = kSplitD || BN > 64 ? 1 : 2;
+  // Serial split d: the softmax of a key tile is computed once per row, not by both warpgroups.
+  // Warp w of warpgroup 0 and warp w of warpgroup 1 hold the same 16 rows (and sit on the same
+  // SM sub-partition); warps 0-1 of warpgroup 0 and warps 2-3 of warpgroup 1 compute the softmax
+  // of their rows, and their partners take P and the rescale factors from shared memory.
+  static constexpr bool kRowSplitSoftmax = kSplitD && !PIPELINED;
   static constexpr int kKeysPerLane = BN / 32;  // page lookups per producer lane and tile
   static constexpr int kAcc = BN / 2;           // S accumulator registers per consumer thread
   // Registers per thread after setmaxnreg: the producer needs few, the consumers' O alone is
@@ -449,6 +454,36 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     softmax_tile<BN>(sc, k0, rows, a.scale_log2, lane, m_run, l_run, alpha);
   };
   auto pack_p = [&](const float (&sc)[NA], uint32_t (&p)[NA / 2]) { pack_p_tile<NA>(sc, p); };
+  // Row-split softmax (kRowSplitSoftmax): this warp and its partner warp (same w4, the other
+  // warpgroup) meet on named barrier 4 + w4 and share a 4 KB slot of X, [register][lane]. The
+  // partner that does not compute writes its half of S there; the computing warp adds it, runs
+  // the softmax (it alone keeps the running max and sum of these rows) and writes P and the two
+  // rescale factors back in its place. Each thread reads and writes only its own positions, so
+  // two barriers a tile order everything, the next tile's writes included.
+  const bool computes_softmax = (w4 >> 1) == wgi;
+  float* pair_slot = sX + w4 * (NA * 32);
+  auto pair_sync = [&]() { asm volatile("bar.sync %0, 64;\n" ::"r"(4 + w4) : "memory"); };
+  auto softmax_row_split = [&](float (&sc)[NA], int k0, uint32_t (&p)[NA / 2], float (&alpha)[2]) {
+    if (!computes_softmax) {
+#pragma unroll
+      for (int i = 0; i < NA; ++i) pair_slot[i * 32 + lane] = sc[i];
+      pair_sync();
+      pair_sync();
+#pragma unroll
+      for (int i = 0; i < NA / 2; ++i) p[i] = __float_as_uint(pair_slot[i * 32 + lane]);
+      alpha[0] = pair_slot[(NA / 2) * 32 + lane], alpha[1] = pair_slot[(NA / 2 + 1) * 32 + lane];
+    } else {
+      pair_sync();
+#pragma unroll
+      for (int i = 0; i < NA; ++i) sc[i] += pair_slot[i * 32 + lane];
+      softmax(sc, k0, alpha);
+      pack_p(sc, p);
+#pragma unroll
+      for (int i = 0; i < NA / 2; ++i) pair_slot[i * 32 + lane] = __uint_as_float(p[i]);
+      pair_slot[(NA / 2) * 32 + lane] = alpha[0], pair_slot[(NA / 2 + 1) * 32 + lane] = alpha[1];
+      pair_sync();
+    }
+  };
   auto rescale_o = [&](const float (&alpha)[2]) { rescale_o_tile(o, alpha); };
 
   if constexpr (!C::kPipelined) {
@@ -470,16 +505,23 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       wg::pin(sc);
       spans.stop(timeline::kSpanS);
       release(empty_k(s));
-      spans.start();
-      exchange(sc, it);
-      spans.stop(timeline::kSpanExchange);
-      spans.start();
       uint32_t p[NA / 2];
       float alpha[2];
-      softmax(sc, k0, alpha);
-      pack_p(sc, p);
-      rescale_o(alpha);
-      spans.stop(timeline::kSpanSoftmax);
+      if constexpr (C::kRowSplitSoftmax) {
+        spans.start();
+        softmax_row_split(sc, k0, p, alpha);
+        rescale_o(alpha);
+        spans.stop(timeline::kSpanSoftmax);
+      } else {
+        spans.start();
+        exchange(sc, it);
+        spans.stop(timeline::kSpanExchange);
+        spans.start();
+        softmax(sc, k0, alpha);
+        pack_p(sc, p);
+        rescale_o(alpha);
+        spans.stop(timeline::kSpanSoftmax);
+      }
       spans.start();
       wg::mbar_wait(full_v(s), parity);
       spans.stop(timeline::kSpanWaitV);
@@ -560,6 +602,18 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 
   GS_TL_MARK(tid == 0, kLoopEnd0);
   GS_TL_MARK(tid == 128, kLoopEnd1);
+  if constexpr (C::kRowSplitSoftmax) {
+    // The running max and sum of these rows: from the warp that computed them.
+    if (computes_softmax) {
+      pair_slot[lane] = m_run[0], pair_slot[32 + lane] = m_run[1];
+      pair_slot[64 + lane] = l_run[0], pair_slot[96 + lane] = l_run[1];
+    }
+    pair_sync();
+    if (!computes_softmax) {
+      m_run[0] = pair_slot[lane], m_run[1] = pair_slot[32 + lane];
+      l_run[0] = pair_slot[64 + lane], l_run[1] = pair_slot[96 + lane];
+    }
+  }
   // ---- epilogue: normalise and store this warpgroup's rows and columns ----
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
