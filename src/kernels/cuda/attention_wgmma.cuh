@@ -604,15 +604,17 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   GS_TL_MARK(tid == 0, kLoopEnd0);
   GS_TL_MARK(tid == 128, kLoopEnd1);
   if constexpr (C::kRowSplitSoftmax) {
-    // The running max and sum of these rows: from the warp that computed them.
+    // The running max and sum of these rows: from the warp that computed them, past the P and
+    // rescale factors that its partner may still be reading.
+    float* stats = pair_slot + (NA / 2 + 2) * 32;
     if (computes_softmax) {
-      pair_slot[lane] = m_run[0], pair_slot[32 + lane] = m_run[1];
-      pair_slot[64 + lane] = l_run[0], pair_slot[96 + lane] = l_run[1];
+      stats[lane] = m_run[0], stats[32 + lane] = m_run[1];
+      stats[64 + lane] = l_run[0], stats[96 + lane] = l_run[1];
     }
     pair_sync();
     if (!computes_softmax) {
-      m_run[0] = pair_slot[lane], m_run[1] = pair_slot[32 + lane];
-      l_run[0] = pair_slot[64 + lane], l_run[1] = pair_slot[96 + lane];
+      m_run[0] = stats[lane], m_run[1] = stats[32 + lane];
+      l_run[0] = stats[64 + lane], l_run[1] = stats[96 + lane];
     }
   }
   // ---- epilogue: normalise and store this warpgroup's rows and columns ----
