@@ -338,20 +338,20 @@ __global__ void __launch_bounds__(C::kThreads, 1)
               }
             }
           }
+          continue;
         }
-      }
-      if (t.tma) return;
-      // The gather (a tile with keys past the end or on freed pages), once the warp's four slabs
-      // are free: each thread copies its chunk column, which lies in its own slab.
+        // The gather: every lane takes part in the row shuffles, only slab k's lanes copy.
 #pragma unroll 8
-      for (int pass = 0; pass < BN / kRowsPerPass; ++pass) {
-        const int r = pass * kRowsPerPass + rr;
-        const int64_t o = __shfl_sync(0xffffffffu, pick(t.off, r >> 5), r & 31);
-        const uint32_t dst = dst_base + r * 128 + (((c & 7) ^ (r & 7)) << 4);
-        const bf16* src = o >= 0 ? src_base + o : src_base;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(o >= 0 ? 16 : 0));
+        for (int pass = 0; pass < BN / kRowsPerPass; ++pass) {
+          const int r = pass * kRowsPerPass + rr;
+          const int64_t o = __shfl_sync(0xffffffffu, pick(t.off, r >> 5), r & 31);
+          if (my_slab != k) continue;
+          const uint32_t dst = dst_base + r * 128 + (((c & 7) ^ (r & 7)) << 4);
+          const bf16* src = o >= 0 ? src_base + o : src_base;
+          asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(o >= 0 ? 16 : 0));
+        }
+        if (my_slab == k) wg::mbar_arrive_cp_async(full_k_slab(k));
       }
-      wg::mbar_arrive_cp_async(full_k_slab(my_slab));
     };
     auto load = [&](int kv, int j, const TileSrc& t) {
       if constexpr (C::kSlabK)
@@ -582,22 +582,20 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         spans.start();
         wg::fence_proxy_async();
         wg::fence();
-        // A slab is freed once the group after it is issued and it has completed, so its release
-        // waits only for the next slab to land, not for the last.
         wg_issue_s_slab<C, 0>(sc, q_desc, k_desc);
         wg::mbar_wait(full_k_slab(k0s + 1), parity);
         wg::fence_proxy_async();
         wg_issue_s_slab<C, 1>(sc, q_desc, k_desc);
-        wg::wait<1>();
-        release(empty_k_slab(k0s));
         wg::mbar_wait(full_k_slab(k0s + 2), parity);
         wg::fence_proxy_async();
         wg_issue_s_slab<C, 2>(sc, q_desc, k_desc);
-        wg::wait<1>();
-        release(empty_k_slab(k0s + 1));
         wg::mbar_wait(full_k_slab(k0s + 3), parity);
         wg::fence_proxy_async();
         wg_issue_s_slab<C, 3>(sc, q_desc, k_desc);
+        wg::wait<3>();
+        release(empty_k_slab(k0s));
+        wg::wait<2>();
+        release(empty_k_slab(k0s + 1));
         wg::wait<1>();
         release(empty_k_slab(k0s + 2));
         wg::wait<0>();
