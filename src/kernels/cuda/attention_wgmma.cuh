@@ -98,12 +98,6 @@ struct WgConfig {
   // SM sub-partition); warps 0-1 of warpgroup 0 and warps 2-3 of warpgroup 1 compute the softmax
   // of their rows, and their partners take P and the rescale factors from shared memory.
   static constexpr bool kRowSplitSoftmax = kSplitD && !PIPELINED;
-  // Serial split d: K's single stage is handed over slab by slab (64 head-dim columns, 8 KB), with
-  // a full and an empty barrier per slab. A warpgroup issues the S products of a slab as soon as
-  // it has landed and frees it as soon as they complete, so the next tile's K streams in slab by
-  // slab under S instead of after it: the K wait had become the longest part of a tile.
-  static constexpr bool kSlabK = kSplitD && !PIPELINED;
-  static constexpr int kSlabs = HD / 64;
   static constexpr int kKeysPerLane = BN / 32;  // page lookups per producer lane and tile
   static constexpr int kAcc = BN / 2;           // S accumulator registers per consumer thread
   // Registers per thread after setmaxnreg: the producer needs few, the consumers' O alone is
@@ -124,8 +118,7 @@ struct WgConfig {
   static constexpr uint32_t kOffX = kOffV + kStages * kTileBytes;
   // 4 barriers per stage, then Q's, then (cluster split) x_full and x_empty per warpgroup.
   static constexpr uint32_t kOffBar = kOffX + kXBytes;
-  static constexpr uint32_t kOffRows =
-      kOffBar + (4 * kStages + 1 + (CLUSTER_SPLIT ? 4 : 0) + (kSlabK ? 2 * kSlabs : 0)) * 8;
+  static constexpr uint32_t kOffRows = kOffBar + (4 * kStages + 1 + (CLUSTER_SPLIT ? 4 : 0)) * 8;
   static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kOffRows + (kPair ? 2 : 1) * kBlockM * 4;
   static_assert(kDimsPerWg == 256, "one m64n256 accumulator per consumer warpgroup");
   static_assert(!CLUSTER_SPLIT || (HD == 512 && !PIPELINED && !TMA && BN == 64),
@@ -162,9 +155,6 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   // CTA's X (st.async transactions); x_empty(w), the partner has read what this CTA sent it.
   auto x_full = [&](int w) { return bars + 8u * (4 * ST + 1 + w); };
   auto x_empty = [&](int w) { return bars + 8u * (4 * ST + 3 + w); };
-  // Slab K (kSlabK, one stage): slab i of K landed / free again.
-  auto full_k_slab = [&](int i) { return bars + 8u * (4 * ST + 1 + (CSPLIT ? 4 : 0) + i); };
-  auto empty_k_slab = [&](int i) { return bars + 8u * (4 * ST + 1 + (CSPLIT ? 4 : 0) + C::kSlabs + i); };
   int* sRowPos = reinterpret_cast<int*>(smem + C::kOffRows);
 
   // Cluster pair (kPair): CTA rank blockIdx.x & 1 of a cluster of two along x. It shares K/V with
@@ -199,12 +189,6 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       // One arrival per consumer warp, of both CTAs when paired.
       wg::mbar_init(empty_k(s), paired ? 16 : 8), wg::mbar_init(empty_v(s), paired ? 16 : 8);
     }
-    if constexpr (C::kSlabK)
-      for (int i = 0; i < C::kSlabs; ++i) {
-        // Full: the 16 producer threads whose chunk column lies in the slab. Empty: the 4 warps of
-        // the warpgroup that reads it, in both CTAs when paired.
-        wg::mbar_init(full_k_slab(i), 16), wg::mbar_init(empty_k_slab(i), paired ? 8 : 4);
-      }
     if constexpr (CSPLIT) {
       // Each phase of x_full: this thread's arrival with the bytes it expects, and the partner's
       // 16 KB of st.async. x_empty: one arrival per warp of the partner's warpgroup.
@@ -300,62 +284,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       }
       t.tma = C::kTma && a.tma_box_rows > 0 && __all_sync(0xffffffffu, all_live);
     };
-    // Slab K: this thread's chunk column lies in slab my_slab; its warp's lanes cover four slabs
-    // (warps 8 and 10 slabs 0-3, 9 and 11 slabs 4-7) and wait for each of them, as a whole warp,
-    // every tile: a parity wait is exact only for a barrier at most one phase from the one waited
-    // for, and none of them moves past it before this warp has arrived on its full barrier.
-    const int my_slab = c >> 3, warp_slab0 = my_slab & ~3;
-    auto load_k_slabs = [&](int j, const TileSrc& t) {
-      const int use = j;  // one stage
-      int tok_box[8];     // the page token of each TMA box (8 or 16 keys), shuffled before any wait
-#pragma unroll
-      for (int b = 0; b < 8; ++b) {
-        const int g = min(b * max(a.tma_box_rows, 1), BN - 1);
-        tok_box[b] = __shfl_sync(0xffffffffu, pick(t.tok, g >> 5), g & 31);
-      }
-      const bf16* src_base = a.k + col0 + c * 8;
-      const uint32_t dst_base = sK + chunk_off;
-#pragma unroll 1
-      for (int k = warp_slab0; k < warp_slab0 + 4; ++k) {
-        if (use > 0) wg::mbar_wait(empty_k_slab(k), (use - 1) & 1);
-        if (t.tma) {
-          if (my_slab == k) {
-            // One thread expects the slab's bytes and, where this CTA loads it (paired: its half),
-            // issues its boxes; the others of its 16 arrive.
-            const bool leader = pt == 8 * k;
-            if (leader) wg::mbar_arrive_expect_tx(full_k_slab(k), C::kTileBytes / C::kSlabs);
-            else wg::mbar_arrive(full_k_slab(k));
-            if (leader && (!paired || k / (C::kSlabs / 2) == int(rank))) {
-              const uint32_t dst = sK + k * (BN * 128);
-#pragma unroll
-              for (int b = 0; b < 8; ++b) {
-                const int g = b * a.tma_box_rows;
-                if (g >= BN) break;
-                if (paired)
-                  wg::tma_load_3d_multicast(dst + g * 128, &tma_k, k * 64, cta.kvh, tok_box[b], full_k_slab(k), 3);
-                else
-                  wg::tma_load_3d(dst + g * 128, &tma_k, k * 64, cta.kvh, tok_box[b], full_k_slab(k));
-              }
-            }
-          }
-          continue;
-        }
-        // The gather: every lane takes part in the row shuffles, only slab k's lanes copy.
-#pragma unroll 8
-        for (int pass = 0; pass < BN / kRowsPerPass; ++pass) {
-          const int r = pass * kRowsPerPass + rr;
-          const int64_t o = __shfl_sync(0xffffffffu, pick(t.off, r >> 5), r & 31);
-          if (my_slab != k) continue;
-          const uint32_t dst = dst_base + r * 128 + (((c & 7) ^ (r & 7)) << 4);
-          const bf16* src = o >= 0 ? src_base + o : src_base;
-          asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(o >= 0 ? 16 : 0));
-        }
-        if (my_slab == k) wg::mbar_arrive_cp_async(full_k_slab(k));
-      }
-    };
     auto load = [&](int kv, int j, const TileSrc& t) {
-      if constexpr (C::kSlabK)
-        if (kv == 0) return load_k_slabs(j, t);
       const int s = j % ST, use = j / ST;
       if (use > 0) wg::mbar_wait(kv == 0 ? empty_k(s) : empty_v(s), (use - 1) & 1);
       const uint32_t full = kv == 0 ? full_k(s) : full_v(s);
@@ -426,13 +355,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       // multicast): stay until the last use of every stage has been released by both.
       for (int s = 0; s < ST; ++s) {
         const int uses = (n_tiles - s + ST - 1) / ST;
-        if (uses > 0) {
-          if constexpr (C::kSlabK)
-            for (int k = warp_slab0; k < warp_slab0 + 4; ++k) wg::mbar_wait(empty_k_slab(k), (uses - 1) & 1);
-          else
-            wg::mbar_wait(empty_k(s), (uses - 1) & 1);
-          wg::mbar_wait(empty_v(s), (uses - 1) & 1);
-        }
+        if (uses > 0) wg::mbar_wait(empty_k(s), (uses - 1) & 1), wg::mbar_wait(empty_v(s), (uses - 1) & 1);
       }
     }
     cp_async_wait<0>();
@@ -572,49 +495,17 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       const int s = it % ST, parity = (it / ST) & 1, k0 = key0 + it * BN;
       float sc[NA];
       spans.start();
-      if constexpr (C::kSlabK) {
-        // Each of this warpgroup's four K slabs as it lands, one wgmma group each; each freed as
-        // its group completes (groups complete in order).
-        const int k0s = wgi * 4;
-        wg::mbar_wait(full_k_slab(k0s), parity);
-        spans.stop(timeline::kSpanWaitK);
-        GS_TL_MARK(tid == 0 && it == 0, kFirstK);
-        spans.start();
-        wg::fence_proxy_async();
-        wg::fence();
-        wg_issue_s_slab<C, 0>(sc, q_desc, k_desc);
-        wg::mbar_wait(full_k_slab(k0s + 1), parity);
-        wg::fence_proxy_async();
-        wg_issue_s_slab<C, 1>(sc, q_desc, k_desc);
-        wg::mbar_wait(full_k_slab(k0s + 2), parity);
-        wg::fence_proxy_async();
-        wg_issue_s_slab<C, 2>(sc, q_desc, k_desc);
-        wg::mbar_wait(full_k_slab(k0s + 3), parity);
-        wg::fence_proxy_async();
-        wg_issue_s_slab<C, 3>(sc, q_desc, k_desc);
-        wg::wait<3>();
-        release(empty_k_slab(k0s));
-        wg::wait<2>();
-        release(empty_k_slab(k0s + 1));
-        wg::wait<1>();
-        release(empty_k_slab(k0s + 2));
-        wg::wait<0>();
-        wg::pin(sc);
-        release(empty_k_slab(k0s + 3));
-        spans.stop(timeline::kSpanS);
-      } else {
-        wg::mbar_wait(full_k(s), parity);
-        spans.stop(timeline::kSpanWaitK);
-        GS_TL_MARK(tid == 0 && it == 0, kFirstK);
-        spans.start();
-        wg::fence_proxy_async();
-        wg::fence();
-        issue_s(sc, s);
-        wg::wait<0>();
-        wg::pin(sc);
-        spans.stop(timeline::kSpanS);
-        release(empty_k(s));
-      }
+      wg::mbar_wait(full_k(s), parity);
+      spans.stop(timeline::kSpanWaitK);
+      GS_TL_MARK(tid == 0 && it == 0, kFirstK);
+      spans.start();
+      wg::fence_proxy_async();
+      wg::fence();
+      issue_s(sc, s);
+      wg::wait<0>();
+      wg::pin(sc);
+      spans.stop(timeline::kSpanS);
+      release(empty_k(s));
       uint32_t p[NA / 2];
       float alpha[2];
       if constexpr (C::kRowSplitSoftmax) {

@@ -34,18 +34,6 @@ __device__ __forceinline__ void wg_issue_s(float (&sc)[C::kAcc], uint64_t q_desc
   }
   wg::commit();
 }
-// One 64-column slab i (k-steps 4i .. 4i + 3) of that product, one stage, as its own wgmma
-// group (the slab-K kernels issue each slab as it lands).
-template <class C, int I>
-__device__ __forceinline__ void wg_issue_s_slab(float (&sc)[C::kAcc], uint64_t q_desc, uint64_t k_desc) {
-#pragma unroll
-  for (int kk = 4 * I; kk < 4 * I + 4; ++kk) {
-    constexpr uint32_t kQSlab = C::kBlockM * 128, kKSlab = C::kBlockN * 128;
-    const uint32_t qo = (kk >> 2) * kQSlab + (kk & 3) * 32, ko = (kk >> 2) * kKSlab + (kk & 3) * 32;
-    wg::wgmma_ss<C::kBlockN>(sc, q_desc + (qo >> 4), k_desc + (ko >> 4), kk > 0);
-  }
-  wg::commit();
-}
 // O += P·V[:, the warpgroup's columns] of stage s; P is the register A operand: the S accumulator
 // of n8 tiles 2kk and 2kk+1 is the m16k16 A fragment of keys [16kk, 16kk + 16).
 template <class C>
