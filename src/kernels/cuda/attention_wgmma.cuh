@@ -33,9 +33,11 @@
 // Head dim 512: a 64 x 512 f32 O (256 registers per thread) does not fit one warpgroup. Both
 // warpgroups take the same 64 rows; warpgroup w owns output columns [256w, 256w + 256) and
 // computes the half contraction S_w = Q[:, half w]·K[:, half w]ᵀ. The halves are summed through
-// shared memory (each adds the other's half to its own; float addition commutes, so both get
-// bit-identical S and hence identical softmax and P), then each does P·V[:, half w]. No product
-// is computed twice.
+// shared memory, then each does P·V[:, half w]. No product is computed twice. In the pipelined
+// kernels each warpgroup adds the other's half to its own (float addition commutes, so both get
+// bit-identical S, softmax and P); the serial ones compute each row's softmax once, in the warp
+// of one warpgroup or the other, which hands P and the rescale factors to its partner warp
+// (kRowSplitSoftmax: two warps on one SM sub-partition no longer issue the same softmax).
 // Head dim 512 split over a cluster of two CTAs (Hd512WgmmaClusterSplit): the split above moves
 // from the warpgroups to the CTAs. Both CTAs of a cluster take the same 128 rows; CTA c holds
 // columns [256c, 256c + 256) of Q, K and V, so each is the hd256 kernel (two warpgroups of 64
