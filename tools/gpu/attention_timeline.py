@@ -8,6 +8,7 @@ prints, over the CTAs with a full share of key tiles and over all of them:
     first P·V done;
   - the main loop (first K landed to the last warpgroup's last P·V) and its time per key tile;
   - the epilogue (last P·V to the output stored);
+  - where the serial kernel's main loop goes per key tile (consumer thread 0's waits and steps);
   - the gap on each SM between a CTA's end and the next CTA's entry, and the launch's span;
   - for the persistent kernel (one row per work item), the step from an item's last P.V to the
     next item on its SM: the producer's last tile issued, the next item published, its first page
@@ -23,6 +24,9 @@ import sys
 
 START, SETUP, LOOKUP, QLANDED, FIRSTK, FIRSTPV, LOOPEND0, LOOPEND1, END = range(9)
 ISSUED, PUBLISHED = 9, 10  # the persistent kernel's producer (columns absent in older files)
+# Sums over the main loop of consumer thread 0 (the serial kernel; columns absent in older files).
+SPANS = ("wait for K", "S", "S exchange", "softmax, rescale", "wait for V", "P.V")
+FIRST_SPAN = 11
 
 
 def stats(values):
@@ -41,7 +45,9 @@ def report(path):
             clk = [int(r[f"clk{e}"]) for e in range(9)]
             if ns[START] == 0 or ns[END] == 0:
                 continue  # idle CTA, or a role that did not record
-            rows.append({"smid": int(r["smid"]), "tiles": int(r["tiles"]), "ns": ns, "clk": clk})
+            spans = [int(r.get(f"clk{FIRST_SPAN + i}", 0)) if r.get(f"ns{FIRST_SPAN + i}") == "1" else None
+                     for i in range(len(SPANS))]
+            rows.append({"smid": int(r["smid"]), "tiles": int(r["tiles"]), "ns": ns, "clk": clk, "spans": spans})
     if not rows:
         print(path, ": no CTA recorded")
         return
@@ -65,6 +71,10 @@ def report(path):
         print("  warpgroup 1 - 0 loop end  ", stats([us(r, LOOPEND0, LOOPEND1) for r in sel]))
         print("  loop end -> stored (wg 0) ", stats([us(r, LOOPEND0, END) for r in sel]))
         print("  entry -> stored           ", stats([us(r, START, END) for r in sel]))
+        for i, name in enumerate(SPANS):
+            v = [r["spans"][i] / ghz / 1000.0 / r["tiles"] for r in sel if r["spans"][i] is not None and r["tiles"]]
+            if v:
+                print(f"  per tile: {name:17s}", stats(v))
 
     by_sm = {}
     for r in rows:

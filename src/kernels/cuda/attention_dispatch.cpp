@@ -143,6 +143,8 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
     case TileKernel::Hd512WgmmaSerialTmaPair:
       return {"hd512 wgmma split d, serial, TMA, CTA pairs (sm_90a)", 512, 64, 64};
     case TileKernel::Hd256WgmmaPersistent: return {"hd256 wgmma serial, persistent (sm_90a)", 256, 128, 64};
+    case TileKernel::Hd512WgmmaClusterSplit:
+      return {"hd512 wgmma, head dim split over a CTA pair (sm_90a)", 512, 128, 64};
     case TileKernel::Hd512Split8: return {"hd512 decode 8 warps split d, 32 keys x3", 512, 16, 32};
     case TileKernel::Hd512Split8Fine: return {"hd512 decode 8 warps split d, 16 keys x6", 512, 16, 16};
     case TileKernel::Hd512Split8Pair: return {"hd512 decode 8 warps split d, 16 keys x3, 2/SM", 512, 16, 16};
@@ -177,6 +179,12 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
 // Since 2026-11-26 hd256 runs the serial kernel as a persistent one (one CTA per SM walking the
 // query tiles from a queue, the next tile's Q and K loaded under the last one's end; H200: 8k
 // W1024 491-501 TFLOP/s against 443-445, the windowless causal shape 565-580 against 522-536).
+//
+// hd512 prefill stays on the paired serial TMA kernel after two changes of 2026-11-26 (H200, 8k
+// causal, 31B / E2B): remote mbarrier arrivals at CTA scope instead of .release.cluster (359 ->
+// 418 / 354 -> 410 TFLOP/s) and each row's softmax computed once (-> 446 / 436). The head dim
+// split over a CTA pair (Hd512WgmmaClusterSplit: half the K/V bytes per SM, two stages) runs at
+// 388-395: its S exchange through the partner's shared memory takes ~1 us a tile.
 //
 // Decode at head dim 512 (<= 16 rows) goes to the split-d decode kernel with 16-key tiles, 3
 // stages and two CTAs per SM (attention_decode.cuh; H200, 2026-11-25: b64 ctx4k 31B 0.494 ms =
@@ -286,7 +294,8 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
 
   int splits = 1;
   if (workspace != nullptr) {
-    const int64_t ctas = int64_t(plan.grid.q_tiles) * nkv * batch.num_seqs;
+    const int64_t ctas = int64_t(plan.grid.q_tiles) * nkv * batch.num_seqs *
+                         (is_cluster_split_kernel(plan.kernel) ? 2 : 1);  // two CTAs a tile
     const int per_sm = is_wgmma_kernel(plan.kernel) ? 1  // 193-225 KB of shared memory per CTA
                        : hd == 256                  ? tile_kernel_occupancy_hd256(plan.kernel)
                                                     : tile_kernel_occupancy_hd512(plan.kernel);

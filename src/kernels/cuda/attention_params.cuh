@@ -76,6 +76,7 @@ enum class TileKernel : int {
   Hd256WgmmaSerialN128, // as Hd256WgmmaSerial, 128 keys per tile, one K and one V stage
   Hd512WgmmaSerialTmaPair,  // as Hd512WgmmaSerialTma, in CTA pairs sharing TMA-loaded K/V tiles
   Hd256WgmmaPersistent,     // as Hd256WgmmaSerial, one CTA per SM walking the tiles from a queue
+  Hd512WgmmaClusterSplit,   // 128 rows per cluster of two CTAs, each half of the head dim
   // Decode kernels with the head dim split over 8 warps (attention_decode.cuh): 16 rows, S's
   // contraction and O's columns split by dims, partial S summed through shared memory.
   Hd512Split8,      // 32 keys per tile, 3 stages (214 KB, one CTA per SM)
@@ -84,10 +85,11 @@ enum class TileKernel : int {
   Hd512Split8Two,   // 32 keys per tile, 2 stages (150 KB)
   Hd256Split8,      // 32 keys per tile, 2 stages (86 KB, two CTAs per SM)
 };
-constexpr int kNumTileKernels = 25;
+constexpr int kNumTileKernels = 26;
 constexpr bool is_wgmma_kernel(TileKernel k) {
-  return int(k) >= int(TileKernel::Hd256Wgmma) && int(k) <= int(TileKernel::Hd256WgmmaPersistent);
+  return int(k) >= int(TileKernel::Hd256Wgmma) && int(k) <= int(TileKernel::Hd512WgmmaClusterSplit);
 }
+constexpr bool is_cluster_split_kernel(TileKernel k) { return k == TileKernel::Hd512WgmmaClusterSplit; }
 constexpr bool is_split_d_kernel(TileKernel k) { return int(k) >= int(TileKernel::Hd512Split8); }
 
 struct TileKernelInfo {

@@ -33,8 +33,18 @@ enum Event : int {
   kEnd,          // consumer warpgroup 0: output stored
   kIssued,       // persistent kernel, producer: every tile of the item issued
   kPublished,    // persistent kernel, producer: the item's place computed and handed over
+  // Sums over the main loop of consumer thread 0 (clock64 cycles in the clk columns, ns columns
+  // 1): waiting for K, S issued to done, the S exchange, the softmax up to the P·V issue (O
+  // rescale included), waiting for V, P·V issued to done.
+  kSpanWaitK,
+  kSpanS,
+  kSpanExchange,
+  kSpanSoftmax,
+  kSpanWaitV,
+  kSpanPv,
   kEvents
 };
+constexpr int kFirstSpan = kSpanWaitK, kSpans = kEvents - kSpanWaitK;
 constexpr int kMaxCtas = 16384;
 // [cta][event] globaltimer (ns) and clock64; [cta][kEvents] holds the SM id, [kEvents + 1] the
 // CTA's key tiles.
@@ -76,6 +86,21 @@ __device__ __forceinline__ void note_tiles(int tiles) { note_tiles_at(cta_index(
   do {                                                                         \
     if (cond) ::gs::cuda::attn::timeline::note_tiles_at(cta, tiles);           \
   } while (0)
+
+// Where consumer thread 0's main loop spends its cycles (the kSpan* events): start() before a
+// span, stop(span) after it, record() once after the loop.
+struct LoopSpans {
+  long long sum[kSpans] = {};
+  long long t0 = 0;
+  __device__ __forceinline__ void start() { t0 = clock64(); }
+  __device__ __forceinline__ void stop(int span) { sum[span - kFirstSpan] += clock64() - t0; }
+  __device__ __forceinline__ void record(bool cond) const {
+    if (!cond) return;
+    const int cta = cta_index();
+    if (cta >= kMaxCtas) return;
+    for (int i = 0; i < kSpans; ++i) g_ns[cta][kFirstSpan + i] = 1, g_clk[cta][kFirstSpan + i] = sum[i];
+  }
+};
 
 // Before a launch: whether to record it, and the buffers cleared.
 inline bool begin(cudaStream_t stream) {
@@ -121,6 +146,12 @@ inline void end(bool recording, const std::string& config, int64_t ctas, cudaStr
 #define GS_TL_NOTE_TILES_AT(cond, cta, tiles) \
   do {                                        \
   } while (0)
+enum Event : int { kSpanWaitK, kSpanS, kSpanExchange, kSpanSoftmax, kSpanWaitV, kSpanPv };
+struct LoopSpans {  // compiled to nothing
+  __device__ __forceinline__ void start() {}
+  __device__ __forceinline__ void stop(int) {}
+  __device__ __forceinline__ void record(bool) const {}
+};
 inline bool begin(cudaStream_t) { return false; }
 template <class S>
 inline void end(bool, const S&, int64_t, cudaStream_t) {}

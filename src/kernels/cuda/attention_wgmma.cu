@@ -30,6 +30,8 @@ void launch_wgmma_kernel(TileKernel k, const TileArgs& a, const TileGrid& g, cud
     case TileKernel::Hd512WgmmaSerialTmaPair:
       return launch_wgmma_config<WgConfig<512, false, true, true>>(a, g, stream);
     case TileKernel::Hd256WgmmaPersistent: return launch_wgmma_persistent(a, g, stream);
+    case TileKernel::Hd512WgmmaClusterSplit:
+      return launch_wgmma_config<WgConfig<512, false, false, false, 64, true>>(a, g, stream);
     default: fail("attention: tile kernel " + std::to_string(int(k)) + " is not a wgmma kernel");
   }
 }

@@ -33,9 +33,19 @@
 // Head dim 512: a 64 x 512 f32 O (256 registers per thread) does not fit one warpgroup. Both
 // warpgroups take the same 64 rows; warpgroup w owns output columns [256w, 256w + 256) and
 // computes the half contraction S_w = Q[:, half w]·K[:, half w]ᵀ. The halves are summed through
-// shared memory (each adds the other's half to its own; float addition commutes, so both get
-// bit-identical S and hence identical softmax and P), then each does P·V[:, half w]. No product
-// is computed twice.
+// shared memory, then each does P·V[:, half w]. No product is computed twice. In the pipelined
+// kernels each warpgroup adds the other's half to its own (float addition commutes, so both get
+// bit-identical S, softmax and P); the serial ones compute each row's softmax once, in the warp
+// of one warpgroup or the other, which hands P and the rescale factors to its partner warp
+// (kRowSplitSoftmax: two warps on one SM sub-partition no longer issue the same softmax).
+// Head dim 512 split over a cluster of two CTAs (Hd512WgmmaClusterSplit): the split above moves
+// from the warpgroups to the CTAs. Both CTAs of a cluster take the same 128 rows; CTA c holds
+// columns [256c, 256c + 256) of Q, K and V, so each is the hd256 kernel (two warpgroups of 64
+// rows each, 32 KB K and V tiles, two stages) whose S is half a contraction: each warpgroup sends
+// its half to the same warpgroup of the partner by st.async and adds the partner's. Per SM and
+// key tile that halves the K/V bytes taken in (64 KB instead of 128), doubles the stages, and
+// lets the two warpgroups run out of step (their rows differ), so one's softmax overlaps the
+// other's products; the price is a round trip to the partner SM per tile.
 //
 // The vision-block overlay is not implemented here: the dispatcher keeps such batches on the
 // mma.sync kernels (plan_attention rejects a forced wgmma kernel with the overlay on).
@@ -56,9 +66,14 @@
 
 namespace gs::cuda::attn {
 
-template <int HD, bool PIPELINED, bool TMA = false, bool PAIR = TMA, int BN = 64>
+template <int HD, bool PIPELINED, bool TMA = false, bool PAIR = TMA, int BN = 64, bool CLUSTER_SPLIT = false>
 struct WgConfig {
   static constexpr int kHeadDim = HD;
+  // Head dim 512 split across a cluster of two CTAs (see the file comment): CTA rank c holds
+  // columns [256c, 256c + 256) of Q, K, V and O for the same 128 rows, and the two CTAs sum their
+  // half contractions of S through each other's shared memory.
+  static constexpr bool kClusterSplit = CLUSTER_SPLIT;
+  static constexpr int kCtaDims = CLUSTER_SPLIT ? HD / 2 : HD;  // head-dim columns a CTA holds
   // Key tiles whose keys are all below kv_len and on live pages are loaded with TMA boxes of
   // a.tma_box_rows keys x 64 columns (one per page piece and slab, issued by one thread); the
   // others (the last tile, tiles reaching freed pages) keep the cp.async zero-fill gather.
@@ -68,7 +83,7 @@ struct WgConfig {
   // its slabs and multicasts them to both, so K/V cross from L2 once per 2·kBlockM rows.
   static constexpr bool kPair = TMA && PAIR;
   static constexpr bool kPipelined = PIPELINED;  // P·V of tile j-1 overlaps the softmax of tile j
-  static constexpr bool kSplitD = HD == 512;          // warpgroups split the head dim (see above)
+  static constexpr bool kSplitD = HD == 512 && !CLUSTER_SPLIT;  // warpgroups split the head dim (see above)
   static constexpr int kBlockM = kSplitD ? 64 : 128;  // packed query rows per CTA
   // Keys per tile. 64 by default; hd256's serial kernel also comes with 96 and 128 (S as one
   // m64n96 / m64n128 product: Q crosses shared memory once per 96 / 128 keys instead of 64, and
@@ -80,26 +95,36 @@ struct WgConfig {
   // each; K of tile j+1 still loads during softmax and P·V of tile j, V of j+1 during S of j+1.
   // hd256 with wider tiles: one each as well (Q 64 KB + 2 x 64 KB at 128 keys).
   static constexpr int kStages = kSplitD || BN > 64 ? 1 : 2;
+  // Serial split d: the softmax of a key tile is computed once per row, not by both warpgroups.
+  // Warp w of warpgroup 0 and warp w of warpgroup 1 hold the same 16 rows (and sit on the same
+  // SM sub-partition); warps 0-1 of warpgroup 0 and warps 2-3 of warpgroup 1 compute the softmax
+  // of their rows, and their partners take P and the rescale factors from shared memory.
+  static constexpr bool kRowSplitSoftmax = kSplitD && !PIPELINED;
   static constexpr int kKeysPerLane = BN / 32;  // page lookups per producer lane and tile
   static constexpr int kAcc = BN / 2;           // S accumulator registers per consumer thread
   // Registers per thread after setmaxnreg: the producer needs few, the consumers' O alone is
   // 128 and S another BN / 2. 2 x 128 x consumer + 128 x producer <= 64K.
   static constexpr int kProducerRegs = BN > 96 ? 40 : 72;
   static constexpr int kConsumerRegs = BN > 96 ? 232 : 216;
-  static constexpr int kDimsPerWg = kSplitD ? HD / 2 : HD;  // S contraction and O columns per warpgroup
+  static constexpr int kDimsPerWg = kSplitD ? HD / 2 : kCtaDims;  // S contraction and O columns per warpgroup
   static constexpr int kConsumerThreads = 256;
   static constexpr int kThreads = kConsumerThreads + 128;   // + the producer warpgroup
-  static constexpr int kChunks = HD / 8;                    // 16-byte chunks per row
-  static constexpr uint32_t kQBytes = kBlockM * HD * 2;
-  static constexpr uint32_t kTileBytes = kBlockN * HD * 2;  // one K (or V) stage
-  static constexpr uint32_t kXBytes = kSplitD ? 2 * 64 * kBlockN * 4 : 0;
+  static constexpr int kChunks = kCtaDims / 8;              // 16-byte chunks per row
+  static constexpr uint32_t kQBytes = kBlockM * kCtaDims * 2;
+  static constexpr uint32_t kTileBytes = kBlockN * kCtaDims * 2;  // one K (or V) stage
+  // The S exchange: split d, both warpgroups' halves; cluster split, what the partner CTA's two
+  // warpgroups send (64 x BN f32 each).
+  static constexpr uint32_t kXBytes = kSplitD || CLUSTER_SPLIT ? 2 * 64 * kBlockN * 4 : 0;
   static constexpr uint32_t kOffK = kQBytes;
   static constexpr uint32_t kOffV = kOffK + kStages * kTileBytes;
   static constexpr uint32_t kOffX = kOffV + kStages * kTileBytes;
-  static constexpr uint32_t kOffBar = kOffX + kXBytes;      // 4 barriers per stage, then Q's
-  static constexpr uint32_t kOffRows = kOffBar + (4 * kStages + 1) * 8;
+  // 4 barriers per stage, then Q's, then (cluster split) x_full and x_empty per warpgroup.
+  static constexpr uint32_t kOffBar = kOffX + kXBytes;
+  static constexpr uint32_t kOffRows = kOffBar + (4 * kStages + 1 + (CLUSTER_SPLIT ? 4 : 0)) * 8;
   static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kOffRows + (kPair ? 2 : 1) * kBlockM * 4;
   static_assert(kDimsPerWg == 256, "one m64n256 accumulator per consumer warpgroup");
+  static_assert(!CLUSTER_SPLIT || (HD == 512 && !PIPELINED && !TMA && BN == 64),
+                "cluster split: the serial hd512 kernel with cp.async K/V (pipelined: 380 against 389 TFLOP/s)");
   static_assert(kSmemBytes <= 232448, "over the 227 KB a CTA may use");
 };
 
@@ -110,7 +135,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
                            const __grid_constant__ CUtensorMap tma_o) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int HD = C::kHeadDim, BM = C::kBlockM, BN = C::kBlockN, ST = C::kStages;
-  constexpr bool SPLIT = C::kSplitD;
+  constexpr int CD = C::kCtaDims;  // head-dim columns in this CTA's tiles (HD but with the cluster split)
+  constexpr bool SPLIT = C::kSplitD, CSPLIT = C::kClusterSplit;
   using bf16 = __nv_bfloat16;
 
   GS_TL_MARK(threadIdx.x == 0, kStart);
@@ -127,18 +153,26 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   auto empty_k = [&](int s) { return bars + 8u * (2 * ST + s); };
   auto empty_v = [&](int s) { return bars + 8u * (3 * ST + s); };
   const uint32_t q_full = bars + 8u * (4 * ST);  // the Q tile landed (TMA)
+  // Cluster split, per consumer warpgroup w: x_full(w), the partner's half of S landed in this
+  // CTA's X (st.async transactions); x_empty(w), the partner has read what this CTA sent it.
+  auto x_full = [&](int w) { return bars + 8u * (4 * ST + 1 + w); };
+  auto x_empty = [&](int w) { return bars + 8u * (4 * ST + 3 + w); };
   int* sRowPos = reinterpret_cast<int*>(smem + C::kOffRows);
 
   // Cluster pair (kPair): CTA rank blockIdx.x & 1 of a cluster of two along x. It shares K/V with
   // its partner only when both have rows and TMA is on; both CTAs decide alike from the same
   // numbers, and an unpaired CTA touches nothing of the other.
   uint32_t cluster_ctas = 1;
-  if constexpr (C::kPair) asm("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(cluster_ctas));
+  if constexpr (C::kPair || CSPLIT) asm("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(cluster_ctas));
   const GridPos at = wgmma_block_order(int(cluster_ctas));
   const int bx = at.x;
-  const CtaPlace cta = cta_place_at(a, BM, bx, at.y);
+  // Cluster split: both CTAs of a cluster take the same query tile (the grid has two CTAs per
+  // tile along x), and both leave together when it is idle.
+  const CtaPlace cta = CSPLIT ? cta_place_cell(a, BM, int(gridDim.x) / 2 - 1 - bx / 2, at.y, int(blockIdx.z))
+                              : cta_place_at(a, BM, bx, at.y);
   if (cta.idle()) return;
   const uint32_t rank = blockIdx.x & 1;
+  const int col0 = CSPLIT ? int(rank) * CD : 0;  // this CTA's first head-dim column
   const int partner_row0 = (int(gridDim.x) - 1 - (bx ^ 1)) * BM;
   const bool paired = C::kPair && cluster_ctas == 2 && a.tma_box_rows > 0 && partner_row0 < cta.rows;
   const int range_rows = paired ? 2 * BM : BM;  // rows whose keys this CTA visits
@@ -157,7 +191,15 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       // One arrival per consumer warp, of both CTAs when paired.
       wg::mbar_init(empty_k(s), paired ? 16 : 8), wg::mbar_init(empty_v(s), paired ? 16 : 8);
     }
-    if (paired) asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    if constexpr (CSPLIT) {
+      // Each phase of x_full: this thread's arrival with the bytes it expects, and the partner's
+      // 16 KB of st.async. x_empty: one arrival per warp of the partner's warpgroup.
+      for (int w = 0; w < 2; ++w) {
+        wg::mbar_init(x_full(w), 1), wg::mbar_init(x_empty(w), 4);
+        wg::mbar_arrive_expect_tx(x_full(w), 64 * BN * 4);
+      }
+    }
+    if (paired || CSPLIT) asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   if (q_by_tma && tid == C::kConsumerThreads) {
     // Issued first of all loads, by a thread that reads no row position (those reads start the
@@ -171,8 +213,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 #pragma unroll
     for (int b = 0; b < BM / 64; ++b)
 #pragma unroll
-      for (int slab = 0; slab < HD / 64; ++slab)
-        wg::tma_load_3d(sQ + slab * (BM * 128) + b * 64 * 128, &tma_q, slab * 64, cta.kvh * a.group,
+      for (int slab = 0; slab < CD / 64; ++slab)
+        wg::tma_load_3d(sQ + slab * (BM * 128) + b * 64 * 128, &tma_q, col0 + slab * 64, cta.kvh * a.group,
                         t0 + b * (64 / a.group), q_full);
   }
   // Positions of this CTA's rows, then (paired) of the partner's. Computed where the rows end
@@ -185,7 +227,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
                                       : a.positions[cta.q0 + pr / a.group];
   }
   __syncthreads();
-  if (paired) wg::cluster_sync();  // both CTAs' barriers initialised before either touches the other's
+  // Both CTAs' barriers initialised before either touches the other's.
+  if (paired || CSPLIT) wg::cluster_sync();
 
   // Key tiles to visit (identical for every warp: the barriers count tiles; paired: the union of
   // both CTAs' ranges, identical in both).
@@ -277,7 +320,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         }
         return;
       }
-      const bf16* src_base = (kv == 0 ? a.k : a.v) + c * 8;
+      const bf16* src_base = (kv == 0 ? a.k : a.v) + col0 + c * 8;
       const uint32_t dst_base = (kv == 0 ? sK : sV) + s * C::kTileBytes + chunk_off;
 #pragma unroll 8
       for (int pass = 0; pass < BN / kRowsPerPass; ++pass) {
@@ -327,7 +370,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   } else {
     // The Q tile (zero rows past the end), by the consumers alone: the producer has already
     // started on K/V meanwhile.
-    gather_q_rows<HD, BM>(a, cta, sQ, 0, BM, tid, C::kConsumerThreads);
+    gather_q_rows<HD, BM, CD>(a, cta, sQ, 0, BM, tid, C::kConsumerThreads, col0);
     wg::consumer_bar_sync();
   }
   GS_TL_MARK(tid == 0, kQLanded);
@@ -372,7 +415,11 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   auto issue_pv = [&](const uint32_t (&p)[NA / 2], int s) { wg_issue_pv<C>(o, p, v_desc, s); };
   // Split d: sum the two half contractions. Same (row, key) per register index and thread in
   // both warpgroups, so the exchange is in register order and conflict-free.
-  auto exchange = [&](float (&sc)[NA]) {
+  // Cluster split: the same with the partner CTA's warpgroup of the same rows. Each thread sends
+  // its half of S as 16-byte st.async into the partner's X(wgi), which completes them as bytes on
+  // the partner's x_full(wgi), and adds what the partner sent into its own X(wgi). Both CTAs
+  // then hold bit-identical S (float addition commutes), hence the same softmax, P and row sums.
+  auto exchange = [&](float (&sc)[NA], int it) {
     if constexpr (SPLIT) {
 #pragma unroll
       for (int i = 0; i < NA; ++i) sX[(wgi * NA + i) * 128 + tq] = sc[i];
@@ -380,6 +427,29 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 #pragma unroll
       for (int i = 0; i < NA; ++i) sc[i] += sX[((1 - wgi) * NA + i) * 128 + tq];
       wg::consumer_bar_sync();  // both have read before the next tile overwrites
+    } else if constexpr (CSPLIT) {
+      constexpr uint32_t kBytes = 64 * BN * 4;
+      const uint32_t slot = base + C::kOffX + wgi * kBytes + tq * 16;
+      if (it > 0) wg::mbar_wait(x_empty(wgi), (it - 1) & 1);  // the partner read the last tile's
+      const uint32_t peer = rank ^ 1u;
+      const uint32_t remote = wg::map_to_cta(slot, peer), remote_bar = wg::map_to_cta(x_full(wgi), peer);
+#pragma unroll
+      for (int k = 0; k < NA / 4; ++k)
+        wg::st_async_v4(remote + k * 2048, sc[4 * k], sc[4 * k + 1], sc[4 * k + 2], sc[4 * k + 3], remote_bar);
+      wg::mbar_wait(x_full(wgi), it & 1);
+#pragma unroll
+      for (int k = 0; k < NA / 4; ++k) {
+        const float4 x = wg::ld_shared_v4(slot + k * 2048);
+        sc[4 * k] += x.x, sc[4 * k + 1] += x.y, sc[4 * k + 2] += x.z, sc[4 * k + 3] += x.w;
+      }
+      if (it + 1 < n_tiles) {
+        // Re-armed for the next tile's bytes before the partner may send them: it sends only
+        // after every warp of this warpgroup has said, below, that it has read these. After the
+        // last tile nothing more arrives, so no CTA leaves with a remote arrival still due.
+        if (tq == 0) wg::mbar_arrive_expect_tx(x_full(wgi), kBytes);
+        __syncwarp();
+        if (lane == 0) wg::mbar_arrive_cluster(x_empty(wgi), peer);
+      }
     }
   };
   const TileRows rows{cta.kv_len, a.window, wpmin, wpmax, {qpos[0], qpos[1]}};
@@ -387,37 +457,88 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     softmax_tile<BN>(sc, k0, rows, a.scale_log2, lane, m_run, l_run, alpha);
   };
   auto pack_p = [&](const float (&sc)[NA], uint32_t (&p)[NA / 2]) { pack_p_tile<NA>(sc, p); };
+  // Row-split softmax (kRowSplitSoftmax): this warp and its partner warp (same w4, the other
+  // warpgroup) meet on named barrier 4 + w4 and share a 4 KB slot of X, [register][lane]. The
+  // partner that does not compute writes its half of S there; the computing warp adds it, runs
+  // the softmax (it alone keeps the running max and sum of these rows) and writes P and the two
+  // rescale factors back in its place. Each thread reads and writes only its own positions, so
+  // two barriers a tile order everything, the next tile's writes included.
+  const bool computes_softmax = (w4 >> 1) == wgi;
+  float* pair_slot = sX + w4 * (NA * 32);
+  auto pair_sync = [&]() { asm volatile("bar.sync %0, 64;\n" ::"r"(4 + w4) : "memory"); };
+  auto softmax_row_split = [&](float (&sc)[NA], int k0, uint32_t (&p)[NA / 2], float (&alpha)[2]) {
+    if (!computes_softmax) {
+#pragma unroll
+      for (int i = 0; i < NA; ++i) pair_slot[i * 32 + lane] = sc[i];
+      pair_sync();
+      pair_sync();
+#pragma unroll
+      for (int i = 0; i < NA / 2; ++i) p[i] = __float_as_uint(pair_slot[i * 32 + lane]);
+      alpha[0] = pair_slot[(NA / 2) * 32 + lane], alpha[1] = pair_slot[(NA / 2 + 1) * 32 + lane];
+    } else {
+      pair_sync();
+#pragma unroll
+      for (int i = 0; i < NA; ++i) sc[i] += pair_slot[i * 32 + lane];
+      softmax(sc, k0, alpha);
+      pack_p(sc, p);
+#pragma unroll
+      for (int i = 0; i < NA / 2; ++i) pair_slot[i * 32 + lane] = __uint_as_float(p[i]);
+      pair_slot[(NA / 2) * 32 + lane] = alpha[0], pair_slot[(NA / 2 + 1) * 32 + lane] = alpha[1];
+      pair_sync();
+    }
+  };
   auto rescale_o = [&](const float (&alpha)[2]) { rescale_o_tile(o, alpha); };
 
   if constexpr (!C::kPipelined) {
     // One product at a time per warpgroup; the two warpgroups overlap each other (hd256 only:
     // hd512's exchange keeps them in step).
+    timeline::LoopSpans spans;  // diagnostic builds only
     for (int it = 0; it < n_tiles; ++it) {
       const int s = it % ST, parity = (it / ST) & 1, k0 = key0 + it * BN;
       float sc[NA];
+      spans.start();
       wg::mbar_wait(full_k(s), parity);
+      spans.stop(timeline::kSpanWaitK);
       GS_TL_MARK(tid == 0 && it == 0, kFirstK);
+      spans.start();
       wg::fence_proxy_async();
       wg::fence();
       issue_s(sc, s);
       wg::wait<0>();
       wg::pin(sc);
+      spans.stop(timeline::kSpanS);
       release(empty_k(s));
-      exchange(sc);
       uint32_t p[NA / 2];
       float alpha[2];
-      softmax(sc, k0, alpha);
-      pack_p(sc, p);
-      rescale_o(alpha);
+      if constexpr (C::kRowSplitSoftmax) {
+        spans.start();
+        softmax_row_split(sc, k0, p, alpha);
+        rescale_o(alpha);
+        spans.stop(timeline::kSpanSoftmax);
+      } else {
+        spans.start();
+        exchange(sc, it);
+        spans.stop(timeline::kSpanExchange);
+        spans.start();
+        softmax(sc, k0, alpha);
+        pack_p(sc, p);
+        rescale_o(alpha);
+        spans.stop(timeline::kSpanSoftmax);
+      }
+      spans.start();
       wg::mbar_wait(full_v(s), parity);
+      spans.stop(timeline::kSpanWaitV);
+      spans.start();
       wg::fence_proxy_async();
       wg::fence();
       issue_pv(p, s);
       wg::wait<0>();
       wg::pin(o);
+      spans.stop(timeline::kSpanPv);
       GS_TL_MARK(tid == 0 && it == 0, kFirstPv);
       release(empty_v(s));
     }
+    spans.record(tid == 0);
   } else {
     // Software pipeline inside the warpgroup (FlashAttention-3's intra-warpgroup overlap): the
     // P·V of tile it-1 runs on the tensor cores while this warpgroup computes the softmax of
@@ -436,7 +557,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         wg::wait<0>();
         wg::pin(sc);
         release(empty_k(0));
-        exchange(sc);
+        exchange(sc, 0);
         float alpha[2];
         softmax(sc, key0, alpha);  // O is still zero: no rescale
         pack_p(sc, p);
@@ -458,7 +579,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         wg::wait<1>();  // groups complete in order: S of tile it is done, P·V may still run
         wg::pin(sc);
         release(empty_k(s));
-        exchange(sc);
+        exchange(sc, it);
         float alpha[2];
         softmax(sc, k0, alpha);
         wg::wait<0>();
@@ -484,6 +605,20 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 
   GS_TL_MARK(tid == 0, kLoopEnd0);
   GS_TL_MARK(tid == 128, kLoopEnd1);
+  if constexpr (C::kRowSplitSoftmax) {
+    // The running max and sum of these rows: from the warp that computed them, past the P and
+    // rescale factors that its partner may still be reading.
+    float* stats = pair_slot + (NA / 2 + 2) * 32;
+    if (computes_softmax) {
+      stats[lane] = m_run[0], stats[32 + lane] = m_run[1];
+      stats[64 + lane] = l_run[0], stats[96 + lane] = l_run[1];
+    }
+    pair_sync();
+    if (!computes_softmax) {
+      m_run[0] = stats[lane], m_run[1] = stats[32 + lane];
+      l_run[0] = stats[64 + lane], l_run[1] = stats[96 + lane];
+    }
+  }
   // ---- epilogue: normalise and store this warpgroup's rows and columns ----
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -517,15 +652,17 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int slab = (dim0 >> 6) + i;
-        wg::tma_store_3d(&tma_o, sQ + slab * (BM * 128) + wg_row0 * 128, slab * 64, cta.kvh * a.group, t0);
+        wg::tma_store_3d(&tma_o, sQ + slab * (BM * 128) + wg_row0 * 128, col0 + slab * 64, cta.kvh * a.group, t0);
       }
       wg::tma_store_commit_and_wait_read();
     }
     GS_TL_MARK(tid == 0, kEnd);
     return;
   }
-  // Split d: both warpgroups hold the same rows and statistics, one writes them.
-  store_o_direct<HD>(a, o, m_run, l_run, cta, cta.row0 + r_lo, dim0, lane, !SPLIT || wgi == 0);
+  // Split d: both warpgroups hold the same rows and statistics, one writes them; cluster split:
+  // both CTAs do, the first writes them.
+  store_o_direct<HD>(a, o, m_run, l_run, cta, cta.row0 + r_lo, col0 + dim0, lane,
+                     CSPLIT ? rank == 0 : !SPLIT || wgi == 0);
   GS_TL_MARK(tid == 0, kEnd);
 #else
   // Built for another architecture: the dispatcher never launches this kernel there.
@@ -593,11 +730,13 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
   static std::atomic<uint64_t> smem_set{0};
   allow_dynamic_smem(reinterpret_cast<const void*>(attention_wgmma_kernel<C>), C::kSmemBytes, smem_set);
   const bool recording = timeline::begin(stream);
-  if (C::kPair && a.tma_box_rows > 0 && g.q_tiles > 1) {
-    // Clusters of two along x: an even number of query tiles (a CTA past the rows exits at once).
-    // (One query tile, as in decode and verify batches: no partner, plain launch.)
+  if (C::kClusterSplit || (C::kPair && a.tma_box_rows > 0 && g.q_tiles > 1)) {
+    // Clusters of two along x. Pairs: an even number of query tiles (a CTA past the rows exits
+    // at once; one query tile, as in decode and verify batches: no partner, plain launch).
+    // Cluster split: two CTAs per query tile, always.
     cudaLaunchConfig_t cfg{};
-    cfg.gridDim = dim3((g.q_tiles + 1) & ~1, g.kv_heads * a.num_splits, g.num_seqs);
+    const int x = C::kClusterSplit ? 2 * g.q_tiles : (g.q_tiles + 1) & ~1;
+    cfg.gridDim = dim3(x, g.kv_heads * a.num_splits, g.num_seqs);
     cfg.blockDim = dim3(C::kThreads);
     cfg.dynamicSmemBytes = C::kSmemBytes;
     cfg.stream = stream;
@@ -615,8 +754,9 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
   if (recording)
     timeline::end(recording,
                   "hd" + std::to_string(C::kHeadDim) + (C::kPipelined ? "-pipe" : "-serial") + "-n" +
-                      std::to_string(C::kBlockN) + (C::kTma ? "-tma" : "") + (C::kPair ? "-pair" : ""),
-                  int64_t(g.q_tiles + 1) * g.kv_heads * a.num_splits * g.num_seqs, stream);
+                      std::to_string(C::kBlockN) + (C::kTma ? "-tma" : "") + (C::kPair ? "-pair" : "") +
+                      (C::kClusterSplit ? "-csplit" : ""),
+                  int64_t(2 * g.q_tiles + 1) * g.kv_heads * a.num_splits * g.num_seqs, stream);
 }
 
 }  // namespace gs::cuda::attn

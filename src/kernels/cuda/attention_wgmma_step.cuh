@@ -47,17 +47,18 @@ __device__ __forceinline__ void wg_issue_pv(float (&o)[128], const uint32_t (&p)
   }
   wg::commit();
 }
-// Rows [r0, r0 + n) of the query tile (bm rows, zero past the sequence's end) gathered by 16-byte
-// cp.async into the swizzled slabs at sQ by threads t of nt, landed and ordered before the wgmma
-// reads (the caller's barrier then publishes them to the other threads).
-template <int HD, int BM>
+// Rows [r0, r0 + n) of the query tile (bm rows, zero past the sequence's end), head-dim columns
+// [col0, col0 + CD), gathered by 16-byte cp.async into the swizzled slabs at sQ by threads t of
+// nt, landed and ordered before the wgmma reads (the caller's barrier then publishes them to the
+// other threads).
+template <int HD, int BM, int CD = HD>
 __device__ __forceinline__ void gather_q_rows(const TileArgs& a, const CtaPlace& cta, uint32_t sQ, int r0, int n,
-                                              int t, int nt) {
-  constexpr int kChunks = HD / 8;
+                                              int t, int nt, int col0 = 0) {
+  constexpr int kChunks = CD / 8;
   for (int i = t; i < n * kChunks; i += nt) {
     const int r = r0 + i / kChunks, c = i % kChunks;
     bool ok;
-    const __nv_bfloat16* src = q_chunk_src<HD>(a, cta, r, c, ok);
+    const __nv_bfloat16* src = q_chunk_src<HD>(a, cta, r, col0 / 8 + c, ok);
     const uint32_t dst = sQ + (c >> 3) * (BM * 128) + r * 128 + (((c & 7) ^ (r & 7)) << 4);
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(ok ? 16 : 0));
   }

@@ -100,11 +100,37 @@ __device__ __forceinline__ void tma_store_3d(const CUtensorMap* map, uint32_t sr
 __device__ __forceinline__ void tma_store_commit_and_wait_read() {
   asm volatile("cp.async.bulk.commit_group;\ncp.async.bulk.wait_group.read 0;\n" ::: "memory");
 }
-// Arrives on the barrier at the same offset in CTA `cta` of the cluster.
+// Arrives on the barrier at the same offset in CTA `cta` of the cluster. Release at CTA scope
+// (the default), as CUTLASS's cluster barriers do: what it orders is this warp's use of shared
+// memory that the partner overwrites only after the arrival (wgmma reads already waited for,
+// loads whose values are in registers). With .release.cluster each arrival waited for the
+// thread's outstanding memory operations to be visible cluster-wide, ~0.6 us a call.
 __device__ __forceinline__ void mbar_arrive_cluster(uint32_t bar, uint32_t cta) {
   uint32_t remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(bar), "r"(cta));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+  asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+// The shared::cluster address of this CTA's shared-memory address `addr` in CTA `cta` of the cluster.
+__device__ __forceinline__ uint32_t map_to_cta(uint32_t addr, uint32_t cta) {
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(cta));
+  return remote;
+}
+// 16 bytes into another CTA's shared memory (`remote`, from map_to_cta), completed there as 16
+// bytes of transactions on its barrier `remote_bar`.
+__device__ __forceinline__ void st_async_v4(uint32_t remote, float x, float y, float z, float w, uint32_t remote_bar) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.f32 [%0], {%1, %2, %3, %4}, [%5];\n" ::"r"(
+                   remote),
+               "f"(x), "f"(y), "f"(z), "f"(w), "r"(remote_bar)
+               : "memory");
+}
+__device__ __forceinline__ float4 ld_shared_v4(uint32_t addr) {
+  float4 v;
+  asm volatile("ld.shared.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
 }
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
