@@ -61,6 +61,7 @@
 #include "kernels/cuda/attention_cta.cuh"
 #include "kernels/cuda/attention_params.cuh"
 #include "kernels/cuda/attention_timeline.cuh"
+#include "kernels/cuda/attention_wgmma_exchange.cuh"
 #include "kernels/cuda/attention_wgmma_step.cuh"
 #include "kernels/cuda/cuda_check.h"
 
@@ -413,79 +414,24 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   constexpr int NA = C::kAcc;
   auto issue_s = [&](float (&sc)[NA], int s) { wg_issue_s<C>(sc, q_desc, k_desc, s); };
   auto issue_pv = [&](const uint32_t (&p)[NA / 2], int s) { wg_issue_pv<C>(o, p, v_desc, s); };
-  // Split d: sum the two half contractions. Same (row, key) per register index and thread in
-  // both warpgroups, so the exchange is in register order and conflict-free.
-  // Cluster split: the same with the partner CTA's warpgroup of the same rows. Each thread sends
-  // its half of S as 16-byte st.async into the partner's X(wgi), which completes them as bytes on
-  // the partner's x_full(wgi), and adds what the partner sent into its own X(wgi). Both CTAs
-  // then hold bit-identical S (float addition commutes), hence the same softmax, P and row sums.
+  // Split d: the two half contractions of S summed (attention_wgmma_exchange.cuh), by the two
+  // warpgroups, or (cluster split) with the partner CTA's warpgroup of the same rows.
+  const ClusterSExchange cluster_x{base + C::kOffX + wgi * (64 * BN * 4) + tq * 16, x_full(wgi), x_empty(wgi),
+                                   rank ^ 1u, tq, lane, n_tiles};
   auto exchange = [&](float (&sc)[NA], int it) {
-    if constexpr (SPLIT) {
-#pragma unroll
-      for (int i = 0; i < NA; ++i) sX[(wgi * NA + i) * 128 + tq] = sc[i];
-      wg::consumer_bar_sync();
-#pragma unroll
-      for (int i = 0; i < NA; ++i) sc[i] += sX[((1 - wgi) * NA + i) * 128 + tq];
-      wg::consumer_bar_sync();  // both have read before the next tile overwrites
-    } else if constexpr (CSPLIT) {
-      constexpr uint32_t kBytes = 64 * BN * 4;
-      const uint32_t slot = base + C::kOffX + wgi * kBytes + tq * 16;
-      if (it > 0) wg::mbar_wait(x_empty(wgi), (it - 1) & 1);  // the partner read the last tile's
-      const uint32_t peer = rank ^ 1u;
-      const uint32_t remote = wg::map_to_cta(slot, peer), remote_bar = wg::map_to_cta(x_full(wgi), peer);
-#pragma unroll
-      for (int k = 0; k < NA / 4; ++k)
-        wg::st_async_v4(remote + k * 2048, sc[4 * k], sc[4 * k + 1], sc[4 * k + 2], sc[4 * k + 3], remote_bar);
-      wg::mbar_wait(x_full(wgi), it & 1);
-#pragma unroll
-      for (int k = 0; k < NA / 4; ++k) {
-        const float4 x = wg::ld_shared_v4(slot + k * 2048);
-        sc[4 * k] += x.x, sc[4 * k + 1] += x.y, sc[4 * k + 2] += x.z, sc[4 * k + 3] += x.w;
-      }
-      if (it + 1 < n_tiles) {
-        // Re-armed for the next tile's bytes before the partner may send them: it sends only
-        // after every warp of this warpgroup has said, below, that it has read these. After the
-        // last tile nothing more arrives, so no CTA leaves with a remote arrival still due.
-        if (tq == 0) wg::mbar_arrive_expect_tx(x_full(wgi), kBytes);
-        __syncwarp();
-        if (lane == 0) wg::mbar_arrive_cluster(x_empty(wgi), peer);
-      }
-    }
+    if constexpr (SPLIT) sum_s_halves_in_cta<NA>(sc, sX, wgi, tq);
+    else if constexpr (CSPLIT) cluster_x.run<NA>(sc, it);
   };
   const TileRows rows{cta.kv_len, a.window, wpmin, wpmax, {qpos[0], qpos[1]}};
   auto softmax = [&](float (&sc)[NA], int k0, float (&alpha)[2]) {
     softmax_tile<BN>(sc, k0, rows, a.scale_log2, lane, m_run, l_run, alpha);
   };
   auto pack_p = [&](const float (&sc)[NA], uint32_t (&p)[NA / 2]) { pack_p_tile<NA>(sc, p); };
-  // Row-split softmax (kRowSplitSoftmax): this warp and its partner warp (same w4, the other
-  // warpgroup) meet on named barrier 4 + w4 and share a 4 KB slot of X, [register][lane]. The
-  // partner that does not compute writes its half of S there; the computing warp adds it, runs
-  // the softmax (it alone keeps the running max and sum of these rows) and writes P and the two
-  // rescale factors back in its place. Each thread reads and writes only its own positions, so
-  // two barriers a tile order everything, the next tile's writes included.
-  const bool computes_softmax = (w4 >> 1) == wgi;
-  float* pair_slot = sX + w4 * (NA * 32);
-  auto pair_sync = [&]() { asm volatile("bar.sync %0, 64;\n" ::"r"(4 + w4) : "memory"); };
+  // The serial split-d kernels: S summed and its softmax computed once per row by warp pairs
+  // across the warpgroups (kRowSplitSoftmax, attention_wgmma_exchange.cuh).
+  const RowSplitSoftmax row_split{sX + w4 * (NA * 32), lane, 4 + w4, (w4 >> 1) == wgi};
   auto softmax_row_split = [&](float (&sc)[NA], int k0, uint32_t (&p)[NA / 2], float (&alpha)[2]) {
-    if (!computes_softmax) {
-#pragma unroll
-      for (int i = 0; i < NA; ++i) pair_slot[i * 32 + lane] = sc[i];
-      pair_sync();
-      pair_sync();
-#pragma unroll
-      for (int i = 0; i < NA / 2; ++i) p[i] = __float_as_uint(pair_slot[i * 32 + lane]);
-      alpha[0] = pair_slot[(NA / 2) * 32 + lane], alpha[1] = pair_slot[(NA / 2 + 1) * 32 + lane];
-    } else {
-      pair_sync();
-#pragma unroll
-      for (int i = 0; i < NA; ++i) sc[i] += pair_slot[i * 32 + lane];
-      softmax(sc, k0, alpha);
-      pack_p(sc, p);
-#pragma unroll
-      for (int i = 0; i < NA / 2; ++i) pair_slot[i * 32 + lane] = __uint_as_float(p[i]);
-      pair_slot[(NA / 2) * 32 + lane] = alpha[0], pair_slot[(NA / 2 + 1) * 32 + lane] = alpha[1];
-      pair_sync();
-    }
+    row_split.run<NA>(sc, k0, rows, a.scale_log2, m_run, l_run, p, alpha);
   };
   auto rescale_o = [&](const float (&alpha)[2]) { rescale_o_tile(o, alpha); };
 
@@ -605,20 +551,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 
   GS_TL_MARK(tid == 0, kLoopEnd0);
   GS_TL_MARK(tid == 128, kLoopEnd1);
-  if constexpr (C::kRowSplitSoftmax) {
-    // The running max and sum of these rows: from the warp that computed them, past the P and
-    // rescale factors that its partner may still be reading.
-    float* stats = pair_slot + (NA / 2 + 2) * 32;
-    if (computes_softmax) {
-      stats[lane] = m_run[0], stats[32 + lane] = m_run[1];
-      stats[64 + lane] = l_run[0], stats[96 + lane] = l_run[1];
-    }
-    pair_sync();
-    if (!computes_softmax) {
-      m_run[0] = stats[lane], m_run[1] = stats[32 + lane];
-      l_run[0] = stats[64 + lane], l_run[1] = stats[96 + lane];
-    }
-  }
+  if constexpr (C::kRowSplitSoftmax) row_split.hand_over_stats<NA>(m_run, l_run);
   // ---- epilogue: normalise and store this warpgroup's rows and columns ----
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
