@@ -62,6 +62,7 @@
 #include "kernels/cuda/attention_params.cuh"
 #include "kernels/cuda/attention_timeline.cuh"
 #include "kernels/cuda/attention_wgmma_exchange.cuh"
+#include "kernels/cuda/attention_wgmma_producer.cuh"
 #include "kernels/cuda/attention_wgmma_step.cuh"
 #include "kernels/cuda/cuda_check.h"
 
@@ -148,16 +149,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   uint8_t* smem = smem_raw + (base - raw_addr);
   const uint32_t sQ = base, sK = base + C::kOffK, sV = base + C::kOffV;
   float* sX = reinterpret_cast<float*>(smem + C::kOffX);
-  const uint32_t bars = base + C::kOffBar;
-  auto full_k = [&](int s) { return bars + 8u * s; };
-  auto full_v = [&](int s) { return bars + 8u * (ST + s); };
-  auto empty_k = [&](int s) { return bars + 8u * (2 * ST + s); };
-  auto empty_v = [&](int s) { return bars + 8u * (3 * ST + s); };
-  const uint32_t q_full = bars + 8u * (4 * ST);  // the Q tile landed (TMA)
-  // Cluster split, per consumer warpgroup w: x_full(w), the partner's half of S landed in this
-  // CTA's X (st.async transactions); x_empty(w), the partner has read what this CTA sent it.
-  auto x_full = [&](int w) { return bars + 8u * (4 * ST + 1 + w); };
-  auto x_empty = [&](int w) { return bars + 8u * (4 * ST + 3 + w); };
+  const WgBarriers<C> bar{base + C::kOffBar};
   int* sRowPos = reinterpret_cast<int*>(smem + C::kOffRows);
 
   // Cluster pair (kPair): CTA rank blockIdx.x & 1 of a cluster of two along x. It shares K/V with
@@ -188,16 +180,16 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   // ---- set-up, all threads: barriers, row positions ----
   if (tid == 0) {
     for (int s = 0; s < ST; ++s) {
-      wg::mbar_init(full_k(s), 128), wg::mbar_init(full_v(s), 128);  // every producer thread
+      wg::mbar_init(bar.full_k(s), 128), wg::mbar_init(bar.full_v(s), 128);  // every producer thread
       // One arrival per consumer warp, of both CTAs when paired.
-      wg::mbar_init(empty_k(s), paired ? 16 : 8), wg::mbar_init(empty_v(s), paired ? 16 : 8);
+      wg::mbar_init(bar.empty_k(s), paired ? 16 : 8), wg::mbar_init(bar.empty_v(s), paired ? 16 : 8);
     }
     if constexpr (CSPLIT) {
       // Each phase of x_full: this thread's arrival with the bytes it expects, and the partner's
       // 16 KB of st.async. x_empty: one arrival per warp of the partner's warpgroup.
       for (int w = 0; w < 2; ++w) {
-        wg::mbar_init(x_full(w), 1), wg::mbar_init(x_empty(w), 4);
-        wg::mbar_arrive_expect_tx(x_full(w), 64 * BN * 4);
+        wg::mbar_init(bar.x_full(w), 1), wg::mbar_init(bar.x_empty(w), 4);
+        wg::mbar_arrive_expect_tx(bar.x_full(w), 64 * BN * 4);
       }
     }
     if (paired || CSPLIT) asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -207,16 +199,16 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     // chain to the first K tile): the first S waits for Q, and a 16-byte gather of it by the
     // consumers took ~4 us per CTA (timeline, H200), a tenth of a W1024 CTA. The consumers wait
     // on q_full only after the barrier below, which orders this init before their waits.
-    wg::mbar_init(q_full, 1);
+    wg::mbar_init(bar.q_full(), 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    wg::mbar_arrive_expect_tx(q_full, C::kQBytes);
+    wg::mbar_arrive_expect_tx(bar.q_full(), C::kQBytes);
     const int t0 = cta.q0 + cta.row0 / a.group;
 #pragma unroll
     for (int b = 0; b < BM / 64; ++b)
 #pragma unroll
       for (int slab = 0; slab < CD / 64; ++slab)
         wg::tma_load_3d(sQ + slab * (BM * 128) + b * 64 * 128, &tma_q, col0 + slab * 64, cta.kvh * a.group,
-                        t0 + b * (64 / a.group), q_full);
+                        t0 + b * (64 / a.group), bar.q_full());
   }
   // Positions of this CTA's rows, then (paired) of the partner's. Computed where the rows end
   // their sequences' contexts (prefill, chunked prefill): a global load less on the chain to the
@@ -246,128 +238,13 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   GS_TL_NOTE_TILES(tid == 0, n_tiles);
 
   if (warp >= 8) {
-    // ---- producer warpgroup: K then V of each tile, as soon as the consumers free the stage ----
-    // It needs few registers; give the rest to the consumers (whose O alone is 128 per thread).
-    wg::setmaxnreg_dec<C::kProducerRegs>();
-    // Thread pt copies 16-byte chunk column c of rows rr, rr + kRowsPerPass, ...: a warp always
-    // works on one key row (512 contiguous bytes per warp-instruction); where each row comes from
-    // is looked up once per tile (lookup, below).
-    constexpr int kRowsPerPass = 128 / C::kChunks;
-    const int pt = tid - C::kConsumerThreads, c = pt % C::kChunks, rr = pt / C::kChunks;
-    const uint32_t chunk_off = (c >> 3) * (BN * 128);
-    // Where a tile's keys come from: lane l of every producer warp looks up keys l, l + 32, ...
-    // of the tile once (off: element offset in the pool, -1: zero fill; tok: pool token for TMA),
-    // and the warps share them by shuffles, for K and for V.
-    constexpr int KPL = C::kKeysPerLane;
-    struct TileSrc {
-      int64_t off[KPL];
-      int tok[KPL];
-      bool tma;  // every key below kv_len and on a live page: the whole tile can come by TMA
-    };
-    auto lookup = [&](int j, TileSrc& t) {
-      const int k0 = key0 + j * BN;
-      int page[KPL];
-#pragma unroll
-      for (int h = 0; h < KPL; ++h) {
-        // Keys past the end read the last page's entry (never used): no branch around the read.
-        const int key = min(k0 + lane + 32 * h, cta.kv_len - 1);
-        page[h] = cta.page_table[a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size];
-      }
-      bool all_live = true;
-#pragma unroll
-      for (int h = 0; h < KPL; ++h) {
-        const int key = k0 + lane + 32 * h;
-        const int lp = a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size;
-        const int slot = key - lp * a.page_size;
-        const bool live = key < cta.kv_len && page[h] >= 0;
-        t.off[h] = live ? int64_t(page[h]) * a.page_stride + int64_t(slot) * a.token_stride + int64_t(cta.kvh) * HD
-                        : -1;
-        t.tok[h] = live ? page[h] * a.page_size + slot : 0;
-        all_live = all_live && live;
-      }
-      t.tma = C::kTma && a.tma_box_rows > 0 && __all_sync(0xffffffffu, all_live);
-    };
-    auto load = [&](int kv, int j, const TileSrc& t) {
-      const int s = j % ST, use = j / ST;
-      if (use > 0) wg::mbar_wait(kv == 0 ? empty_k(s) : empty_v(s), (use - 1) & 1);
-      const uint32_t full = kv == 0 ? full_k(s) : full_v(s);
-      if (t.tma) {
-        if (warp == 8) {
-          // Expect the bytes before issuing the copies; the phase also waits for the other
-          // 127 producer threads' plain arrivals.
-          // Paired: the tile's bytes come half from this CTA's copies, half from the partner's.
-          if (pt == 0) wg::mbar_arrive_expect_tx(full, C::kTileBytes);
-          else wg::mbar_arrive(full);
-          const CUtensorMap* map = kv == 0 ? &tma_k : &tma_v;
-          const uint32_t tile_base = (kv == 0 ? sK : sV) + s * C::kTileBytes;
-          for (int g = 0; g < BN; g += a.tma_box_rows) {  // boxes never straddle a page
-            const int token = __shfl_sync(0xffffffffu, pick(t.tok, g >> 5), g & 31);
-            if (pt == 0 && paired) {
-              constexpr int kHalf = HD / 128;  // slabs per CTA
-#pragma unroll
-              for (int i = 0; i < kHalf; ++i) {
-                const int slab = int(rank) * kHalf + i;
-                wg::tma_load_3d_multicast(tile_base + slab * (BN * 128) + g * 128, map, slab * 64, cta.kvh, token,
-                                          full, 3);
-              }
-            } else if (pt == 0) {
-#pragma unroll
-              for (int slab = 0; slab < HD / 64; ++slab)
-                wg::tma_load_3d(tile_base + slab * (BN * 128) + g * 128, map, slab * 64, cta.kvh, token, full);
-            }
-          }
-        } else {
-          wg::mbar_arrive(full);
-        }
-        return;
-      }
-      const bf16* src_base = (kv == 0 ? a.k : a.v) + col0 + c * 8;
-      const uint32_t dst_base = (kv == 0 ? sK : sV) + s * C::kTileBytes + chunk_off;
-#pragma unroll 8
-      for (int pass = 0; pass < BN / kRowsPerPass; ++pass) {
-        const int r = pass * kRowsPerPass + rr;
-        const int64_t o = __shfl_sync(0xffffffffu, pick(t.off, r >> 5), r & 31);
-        const uint32_t dst = dst_base + r * 128 + (((c & 7) ^ (r & 7)) << 4);
-        const bf16* src = o >= 0 ? src_base + o : src_base;
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(o >= 0 ? 16 : 0));
-      }
-      wg::mbar_arrive_cp_async(full);
-    };
-    // Order of the loads: the consumers' order. Serial: K and V of tile j. Pipelined: K of tile j
-    // with V of tile j-1 (what one consumer step reads), so K of tile j+1 is requested as soon
-    // as S of tile j has freed its stage, not behind V of tile j, whose stage frees only when the
-    // P·V of tile j-1 completes at the end of the step (hd512 has a single stage of each).
-    // Reading the page table of tile j+1 while waiting for tile j's stages (lookup ahead) was
-    // measured and lost 2% at hd256 (H100, 2026-11-25): the producer is not what binds.
-    TileSrc cur, prev;
-    for (int step = 0; step < n_tiles + (C::kPipelined ? 1 : 0); ++step) {
-      if (step < n_tiles) {
-        lookup(step, cur);
-        GS_TL_MARK(step == 0 && pt == 0, kFirstLookup);
-        load(0, step, cur);
-      }
-      if constexpr (C::kPipelined) {
-        if (step > 0) load(1, step - 1, prev);
-        prev = cur;
-      } else {
-        load(1, step, cur);
-      }
-    }
-    if (paired) {
-      // The partner's consumers arrive on this CTA's empty barriers (and read what this CTA
-      // multicast): stay until the last use of every stage has been released by both.
-      for (int s = 0; s < ST; ++s) {
-        const int uses = (n_tiles - s + ST - 1) / ST;
-        if (uses > 0) wg::mbar_wait(empty_k(s), (uses - 1) & 1), wg::mbar_wait(empty_v(s), (uses - 1) & 1);
-      }
-    }
-    cp_async_wait<0>();
+    wgmma_produce_kv<C>(a, cta, bar, sK, sV, key0, n_tiles, paired, rank, col0, &tma_k, &tma_v, tid);
     return;
   }
   wg::setmaxnreg_inc<C::kConsumerRegs>();
 
   if (q_by_tma) {
-    wg::mbar_wait(q_full, 0);
+    wg::mbar_wait(bar.q_full(), 0);
   } else {
     // The Q tile (zero rows past the end), by the consumers alone: the producer has already
     // started on K/V meanwhile.
@@ -416,7 +293,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   auto issue_pv = [&](const uint32_t (&p)[NA / 2], int s) { wg_issue_pv<C>(o, p, v_desc, s); };
   // Split d: the two half contractions of S summed (attention_wgmma_exchange.cuh), by the two
   // warpgroups, or (cluster split) with the partner CTA's warpgroup of the same rows.
-  const ClusterSExchange cluster_x{base + C::kOffX + wgi * (64 * BN * 4) + tq * 16, x_full(wgi), x_empty(wgi),
+  const ClusterSExchange cluster_x{base + C::kOffX + wgi * (64 * BN * 4) + tq * 16, bar.x_full(wgi), bar.x_empty(wgi),
                                    rank ^ 1u, tq, lane, n_tiles};
   auto exchange = [&](float (&sc)[NA], int it) {
     if constexpr (SPLIT) sum_s_halves_in_cta<NA>(sc, sX, wgi, tq);
@@ -443,7 +320,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       const int s = it % ST, parity = (it / ST) & 1, k0 = key0 + it * BN;
       float sc[NA];
       spans.start();
-      wg::mbar_wait(full_k(s), parity);
+      wg::mbar_wait(bar.full_k(s), parity);
       spans.stop(timeline::kSpanWaitK);
       GS_TL_MARK(tid == 0 && it == 0, kFirstK);
       spans.start();
@@ -453,7 +330,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       wg::wait<0>();
       wg::pin(sc);
       spans.stop(timeline::kSpanS);
-      release(empty_k(s));
+      release(bar.empty_k(s));
       uint32_t p[NA / 2];
       float alpha[2];
       if constexpr (C::kRowSplitSoftmax) {
@@ -472,7 +349,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         spans.stop(timeline::kSpanSoftmax);
       }
       spans.start();
-      wg::mbar_wait(full_v(s), parity);
+      wg::mbar_wait(bar.full_v(s), parity);
       spans.stop(timeline::kSpanWaitV);
       spans.start();
       wg::fence_proxy_async();
@@ -482,7 +359,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       wg::pin(o);
       spans.stop(timeline::kSpanPv);
       GS_TL_MARK(tid == 0 && it == 0, kFirstPv);
-      release(empty_v(s));
+      release(bar.empty_v(s));
     }
     spans.record(tid == 0);
   } else {
@@ -496,13 +373,13 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       uint32_t p[NA / 2];
       {
         float sc[NA];
-        wg::mbar_wait(full_k(0), 0);
+        wg::mbar_wait(bar.full_k(0), 0);
         wg::fence_proxy_async();
         wg::fence();
         issue_s(sc, 0);
         wg::wait<0>();
         wg::pin(sc);
-        release(empty_k(0));
+        release(bar.empty_k(0));
         exchange(sc, 0);
         float alpha[2];
         softmax(sc, key0, alpha);  // O is still zero: no rescale
@@ -514,17 +391,17 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         float sc[NA];
         // S of tile it first, then wait for V of tile it-1: with one V stage (hd512) that V was
         // only requested when the last P·V finished, and S covers part of its load.
-        wg::mbar_wait(full_k(s), parity);
+        wg::mbar_wait(bar.full_k(s), parity);
         wg::fence_proxy_async();
         wg::fence();
         issue_s(sc, s);
-        wg::mbar_wait(full_v(sp), pparity);
+        wg::mbar_wait(bar.full_v(sp), pparity);
         wg::fence_proxy_async();
         wg::fence();  // else ptxas inserts one itself after the wait loop (C7519)
         issue_pv(p, sp);
         wg::wait<1>();  // groups complete in order: S of tile it is done, P·V may still run
         wg::pin(sc);
-        release(empty_k(s));
+        release(bar.empty_k(s));
         exchange(sc, it);
         float alpha[2];
         softmax(sc, k0, alpha);
@@ -534,18 +411,18 @@ __global__ void __launch_bounds__(C::kThreads, 1)
         // not extend the live range of a wgmma's register operands to the wait_group, so a P
         // computed (or copied) during that P·V may land in the very registers it reads, which
         // ptxas answers by serialising every wgmma of the kernel (warning C7513).
-        release(empty_v(sp));
+        release(bar.empty_v(sp));
         rescale_o(alpha);
         pack_p(sc, p);
       }
       const int sl = (n_tiles - 1) % ST, lparity = ((n_tiles - 1) / ST) & 1;
-      wg::mbar_wait(full_v(sl), lparity);
+      wg::mbar_wait(bar.full_v(sl), lparity);
       wg::fence_proxy_async();
       wg::fence();
       issue_pv(p, sl);
       wg::wait<0>();
       wg::pin(o);
-      release(empty_v(sl));
+      release(bar.empty_v(sl));
     }
   }
 
