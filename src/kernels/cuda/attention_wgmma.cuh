@@ -45,7 +45,8 @@
 // its half to the same warpgroup of the partner by st.async and adds the partner's. Per SM and
 // key tile that halves the K/V bytes taken in (64 KB instead of 128), doubles the stages, and
 // lets the two warpgroups run out of step (their rows differ), so one's softmax overlaps the
-// other's products; the price is a round trip to the partner SM per tile.
+// other's products; the price is a round trip to the partner SM per tile, which measured ~1 us
+// and left it at 388-395 TFLOP/s against the paired kernel's ~446 (docs/perf/attention.md).
 //
 // The vision-block overlay is not implemented here: the dispatcher keeps such batches on the
 // mma.sync kernels (plan_attention rejects a forced wgmma kernel with the overlay on).
