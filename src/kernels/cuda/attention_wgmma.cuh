@@ -117,7 +117,8 @@ struct WgConfig {
   static constexpr uint32_t kTileBytes = kBlockN * kCtaDims * 2;  // one K (or V) stage
   // The S exchange: split d, both warpgroups' halves; cluster split, what the partner CTA's two
   // warpgroups send (64 x BN f32 each).
-  static constexpr uint32_t kXBytes = kSplitD || CLUSTER_SPLIT ? 2 * 64 * kBlockN * 4 : 0;
+  static constexpr uint32_t kXHalfBytes = 64 * kBlockN * 4;  // one warpgroup's half of S
+  static constexpr uint32_t kXBytes = kSplitD || CLUSTER_SPLIT ? 2 * kXHalfBytes : 0;
   static constexpr uint32_t kOffK = kQBytes;
   static constexpr uint32_t kOffV = kOffK + kStages * kTileBytes;
   static constexpr uint32_t kOffX = kOffV + kStages * kTileBytes;
@@ -190,7 +191,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       // 16 KB of st.async. x_empty: one arrival per warp of the partner's warpgroup.
       for (int w = 0; w < 2; ++w) {
         wg::mbar_init(bar.x_full(w), 1), wg::mbar_init(bar.x_empty(w), 4);
-        wg::mbar_arrive_expect_tx(bar.x_full(w), 64 * BN * 4);
+        wg::mbar_arrive_expect_tx(bar.x_full(w), C::kXHalfBytes);
       }
     }
     if (paired || CSPLIT) asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -294,7 +295,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   auto issue_pv = [&](const uint32_t (&p)[NA / 2], int s) { wg_issue_pv<C>(o, p, v_desc, s); };
   // Split d: the two half contractions of S summed (attention_wgmma_exchange.cuh), by the two
   // warpgroups, or (cluster split) with the partner CTA's warpgroup of the same rows.
-  const ClusterSExchange cluster_x{base + C::kOffX + wgi * (64 * BN * 4) + tq * 16, bar.x_full(wgi), bar.x_empty(wgi),
+  const ClusterSExchange cluster_x{base + C::kOffX + wgi * C::kXHalfBytes + tq * 16, bar.x_full(wgi), bar.x_empty(wgi),
                                    rank ^ 1u, tq, lane, n_tiles};
   auto exchange = [&](float (&sc)[NA], int it) {
     if constexpr (SPLIT) sum_s_halves_in_cta<NA>(sc, sX, wgi, tq);
@@ -567,7 +568,8 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
                   "hd" + std::to_string(C::kHeadDim) + (C::kPipelined ? "-pipe" : "-serial") + "-n" +
                       std::to_string(C::kBlockN) + (C::kTma ? "-tma" : "") + (C::kPair ? "-pair" : "") +
                       (C::kClusterSplit ? "-csplit" : ""),
-                  int64_t(2 * g.q_tiles + 1) * g.kv_heads * a.num_splits * g.num_seqs, stream);
+                  int64_t(C::kClusterSplit ? 2 * g.q_tiles : g.q_tiles + 1) * g.kv_heads * a.num_splits * g.num_seqs,
+                  stream);
 }
 
 }  // namespace gs::cuda::attn
