@@ -126,12 +126,14 @@ __device__ __forceinline__ void pdl_enter() {
 // Rows of the step being enqueued, from Backend::set_step_rows() (0: unknown). One thread drives a
 // backend's stream, so the hint is per thread.
 inline thread_local int pdl_step_rows = 0;
+constexpr int kPdlMaxStepRows = 8;
 
-// Whether launch_pdl() sets the PDL attribute. By default only for one-row steps: measured on the
-// H200 (docs/perf/decode.md) it helps at batch 1, where the GEMV loads weights before its wait
-// (E2B 3.03 -> 2.84 ms/step), and costs 2-7% at batch 8 and 64, where the GEMMs are cuBLASLt and
-// no kernel has anything to do before its wait. GS_PDL=1 / GS_PDL=0 force it on / off for every
-// step (A/B runs). Needs sm_90.
+// Whether launch_pdl() sets the PDL attribute. By default for steps of up to kPdlMaxStepRows rows.
+// Measured on the H200 (docs/perf/decode.md): at batch 1, where the GEMV loads weights before its
+// wait, E2B went 3.03 -> 2.84 ms/step (2026-11-24); at batch 2-8 it now saves 0.5-2.8% on every
+// shape (since the attention and norm kernels also do work before their wait; on 11-24 it had
+// cost 2-7% at batch 8), while from 16 rows on it is mixed and costs up to 1.7% (31B at 32).
+// GS_PDL=1 / GS_PDL=0 force it on / off for every step (A/B runs). Needs sm_90.
 inline bool pdl_enabled() {
   static const int mode = [] {  // 1 on, 0 off, -1 by step rows
     int dev = 0, major = 0;
@@ -142,7 +144,7 @@ inline bool pdl_enabled() {
     if (e && e[0] == '0') return 0;
     return -1;
   }();
-  return mode == 1 || (mode == -1 && pdl_step_rows == 1);
+  return mode == 1 || (mode == -1 && pdl_step_rows >= 1 && pdl_step_rows <= kPdlMaxStepRows);
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...) with the programmatic-stream-serialization
