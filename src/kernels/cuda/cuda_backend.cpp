@@ -38,9 +38,20 @@ constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
 // matmul sends x with at most this many rows to the GEMV (gemv.h) instead of cuBLASLt;
 // GS_GEMV_MAX_M overrides it for A/B runs (0 = cuBLASLt always). Measured on the H200
 // (docs/perf/kernels.md): at M = 1 the GEMV beats cuBLASLt on every E2B projection (o_proj 2.6
-// against 7.6 us, PLE 1.6 against 4.1) and on the big-N ones, but at M >= 2 cuBLASLt catches up and
-// from M = 4 it wins everywhere.
-constexpr int kDefaultGemvMaxRows = 1;
+// against 7.6 us, PLE 1.6 against 4.1) and on the big-N ones. At M = 2 it does twice the FMAs a
+// weight byte: in a step (docs/perf/decode.md, 2026-11-26) it took E2B and E4B 10% faster but
+// 31B 10% slower, so two rows take it only on weights of K <= kGemvTwoRowMaxK (a model width of
+// E2B and E4B; GS_GEMV_M2_MAX_K overrides). From M = 4 cuBLASLt wins everywhere.
+constexpr int kDefaultGemvMaxRows = 2;
+constexpr int64_t kGemvTwoRowMaxK = 2560;
+
+int64_t gemv_two_row_max_k() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("GS_GEMV_M2_MAX_K");
+    return e && *e ? int64_t(std::atoll(e)) : kGemvTwoRowMaxK;
+  }();
+  return v;
+}
 
 int gemv_max_rows() {
   static const int v = [] {
@@ -217,6 +228,7 @@ class CudaBackend final : public Backend {
   // Decode-sized x on a weight the GEMV streams faster, in a layout it takes (checked operands).
   static bool gemv_routes(const Tensor& x, const Tensor& w, const Tensor& out) {
     return x.rows() <= gemv_max_rows() && gemv_shape_wins(w.dim(0), x.cols()) &&
+           (x.rows() == 1 || x.cols() <= gemv_two_row_max_k()) &&
            cuda::gemv_supported(x.rows(), w.dim(0), x.cols(), out.dtype, x.data, w.data);
   }
   // The fused forms run where the plain matmul would take the GEMV, with bf16 activations;
