@@ -38,9 +38,22 @@ constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
 // matmul sends x with at most this many rows to the GEMV (gemv.h) instead of cuBLASLt;
 // GS_GEMV_MAX_M overrides it for A/B runs (0 = cuBLASLt always). Measured on the H200
 // (docs/perf/kernels.md): at M = 1 the GEMV beats cuBLASLt on every E2B projection (o_proj 2.6
-// against 7.6 us, PLE 1.6 against 4.1) and on the big-N ones, but at M >= 2 cuBLASLt catches up and
-// from M = 4 it wins everywhere.
-constexpr int kDefaultGemvMaxRows = 1;
+// against 7.6 us, PLE 1.6 against 4.1) and on the big-N ones. At M = 2 it does twice the FMAs a
+// weight byte. In a step (docs/perf/decode.md, 2026-11-26) sending every two-row matmul there
+// took E2B and E4B 11% faster, but 26B-A4B 3% and 31B 11% slower; the weights of those two are
+// wider (2816 and 5376) and one that long keeps the GEMV's FMA pipe busier than its loads. So two
+// rows take it only on weights whose shorter side is at most kGemvTwoRowMaxDim (every weight of
+// E2B and E4B, and none of 31B's; GS_GEMV_M2_MAX_DIM overrides). From M = 4 cuBLASLt wins.
+constexpr int kDefaultGemvMaxRows = 2;
+constexpr int64_t kGemvTwoRowMaxDim = 2560;
+
+int64_t gemv_two_row_max_dim() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("GS_GEMV_M2_MAX_DIM");
+    return e && *e ? int64_t(std::atoll(e)) : kGemvTwoRowMaxDim;
+  }();
+  return v;
+}
 
 int gemv_max_rows() {
   static const int v = [] {
@@ -217,6 +230,7 @@ class CudaBackend final : public Backend {
   // Decode-sized x on a weight the GEMV streams faster, in a layout it takes (checked operands).
   static bool gemv_routes(const Tensor& x, const Tensor& w, const Tensor& out) {
     return x.rows() <= gemv_max_rows() && gemv_shape_wins(w.dim(0), x.cols()) &&
+           (x.rows() == 1 || std::min(w.dim(0), x.cols()) <= gemv_two_row_max_dim()) &&
            cuda::gemv_supported(x.rows(), w.dim(0), x.cols(), out.dtype, x.data, w.data);
   }
   // The fused forms run where the plain matmul would take the GEMV, with bf16 activations;
