@@ -130,7 +130,7 @@ constexpr int kPdlMaxStepRows = 8;
 
 // Whether launch_pdl() sets the PDL attribute. By default for steps of up to kPdlMaxStepRows rows.
 // Measured on the H200 (docs/perf/decode.md): at batch 1, where the GEMV loads weights before its
-// wait, E2B went 3.03 -> 2.84 ms/step (2026-11-24); at batch 2-8 it now saves 0.5-2.8% on every
+// wait, E2B went 3.03 -> 2.84 ms/step (2026-11-24); at batch 2-8 it now saves 0.7-3% on every
 // shape (since the attention and norm kernels also do work before their wait; on 11-24 it had
 // cost 2-7% at batch 8), while from 16 rows on it is mixed and costs up to 1.7% (31B at 32).
 // GS_PDL=1 / GS_PDL=0 force it on / off for every step (A/B runs). Needs sm_90.
