@@ -202,7 +202,8 @@ TEST_F(Attention, WgmmaKernelsOnEveryShapeTheyAccept) {
        {TileKernel::Hd256Wgmma, TileKernel::Hd512Wgmma, TileKernel::Hd256WgmmaSerial, TileKernel::Hd512WgmmaSerial,
         TileKernel::Hd256WgmmaTma, TileKernel::Hd512WgmmaTma, TileKernel::Hd256WgmmaSerialTma,
         TileKernel::Hd512WgmmaSerialTma, TileKernel::Hd256WgmmaSerialN96, TileKernel::Hd256WgmmaSerialN128,
-        TileKernel::Hd512WgmmaSerialTmaPair, TileKernel::Hd256WgmmaPersistent, TileKernel::Hd512WgmmaClusterSplit}) {
+        TileKernel::Hd512WgmmaSerialTmaPair, TileKernel::Hd256WgmmaPersistent, TileKernel::Hd512WgmmaPairPersistent,
+        TileKernel::Hd512WgmmaClusterSplit}) {
     const int k = int(kernel), hd = cuda::attn::tile_kernel_info(kernel).head_dim;
     const std::string name = std::string(cuda::attn::tile_kernel_info(kernel).name) + ": ";
     std::vector<std::pair<AttnCase, std::string>> cases;

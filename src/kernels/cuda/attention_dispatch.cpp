@@ -143,6 +143,8 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
     case TileKernel::Hd512WgmmaSerialTmaPair:
       return {"hd512 wgmma split d, serial, TMA, CTA pairs (sm_90a)", 512, 64, 64};
     case TileKernel::Hd256WgmmaPersistent: return {"hd256 wgmma serial, persistent (sm_90a)", 256, 128, 64};
+    case TileKernel::Hd512WgmmaPairPersistent:
+      return {"hd512 wgmma split d, serial, TMA, CTA pairs, persistent (sm_90a)", 512, 64, 64};
     case TileKernel::Hd512WgmmaClusterSplit:
       return {"hd512 wgmma, head dim split over a CTA pair (sm_90a)", 512, 128, 64};
     case TileKernel::Hd512Split8: return {"hd512 decode 8 warps split d, 32 keys x3", 512, 16, 32};
@@ -204,6 +206,15 @@ static int hd256_decode_override() {  // 0 none, 1 narrow, 2 split8
   return v;
 }
 
+// GS_ATTN_HD512_PERSISTENT=0 keeps hd512 prefill on the plain paired kernel (A/B runs).
+static bool hd512_persistent_knob() {
+  static const bool on = [] {
+    const char* e = std::getenv("GS_ATTN_HD512_PERSISTENT");
+    return !(e && std::string(e) == "0");
+  }();
+  return on;
+}
+
 // The wgmma kernels take the row max of the raw scores and apply the scale in the exponent, which
 // needs scale > 0 (a negative scale would reverse the order, zero makes -inf·0 a NaN); other scales
 // go to the mma.sync kernels.
@@ -216,7 +227,8 @@ static TileKernel choose_kernel(int head_dim, int64_t rows, int group, bool visi
   }
   if (!narrow && !vision_overlay && scale > 0.f && attn::wgmma_supported()) {
     if (head_dim == 256) return TileKernel::Hd256WgmmaPersistent;
-    if (page_size % 8 == 0) return TileKernel::Hd512WgmmaSerialTmaPair;
+    if (page_size % 8 == 0)
+      return hd512_persistent_knob() ? TileKernel::Hd512WgmmaPairPersistent : TileKernel::Hd512WgmmaSerialTmaPair;
   }
   if (head_dim == 256) return narrow ? TileKernel::Hd256Narrow : TileKernel::Hd256WideQuad;
   return narrow ? TileKernel::Hd512Split8Pair : TileKernel::Hd512Wide;
@@ -373,7 +385,7 @@ void launch_plan(const AttentionPlan& plan, cudaStream_t stream, CombineMode mod
   // The mma.sync tile and decode kernels can merge their splits themselves (the last split CTA
   // of a row tile); the wgmma kernels leave it to the combine kernel.
   if (fuses_combine(plan, mode)) a.split_counters = stream_counters(stream);
-  if (plan.kernel == TileKernel::Hd256WgmmaPersistent) {
+  if (plan.kernel == TileKernel::Hd256WgmmaPersistent || plan.kernel == TileKernel::Hd512WgmmaPairPersistent) {
     int* counters = stream_counters(stream);
     a.work_queue = counters ? counters + kSplitCounters : nullptr;
   }

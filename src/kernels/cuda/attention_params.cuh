@@ -45,8 +45,9 @@ struct TileArgs {
                                      // position needs no load. A property of the batch like
                                      // `positions`: a graph that replays these args must only see
                                      // batches where it holds.
-  // The persistent kernel (Hd256WgmmaPersistent): its queue, [next item, CTAs done], left at zero
-  // by every launch, and the grid its items are the cells of (set by launch_plan / its launcher).
+  // The persistent kernels (Hd256WgmmaPersistent, Hd512WgmmaPairPersistent): their queue, [next
+  // item, CTAs done], left at zero by every launch, and the grid its items are the cells of (query
+  // tiles, or pairs of them, x heads x sequences; set by launch_plan / the launchers).
   int* work_queue = nullptr;
   int item_q_tiles = 0, item_heads = 0, item_seqs = 0;
 };
@@ -76,6 +77,7 @@ enum class TileKernel : int {
   Hd256WgmmaSerialN128, // as Hd256WgmmaSerial, 128 keys per tile, one K and one V stage
   Hd512WgmmaSerialTmaPair,  // as Hd512WgmmaSerialTma, in CTA pairs sharing TMA-loaded K/V tiles
   Hd256WgmmaPersistent,     // as Hd256WgmmaSerial, one CTA per SM walking the tiles from a queue
+  Hd512WgmmaPairPersistent, // as Hd512WgmmaSerialTmaPair, one cluster per SM pair walking tile pairs from a queue
   Hd512WgmmaClusterSplit,   // 128 rows per cluster of two CTAs, each half of the head dim
   // Decode kernels with the head dim split over 8 warps (attention_decode.cuh): 16 rows, S's
   // contraction and O's columns split by dims, partial S summed through shared memory.
@@ -85,7 +87,7 @@ enum class TileKernel : int {
   Hd512Split8Two,   // 32 keys per tile, 2 stages (150 KB)
   Hd256Split8,      // 32 keys per tile, 2 stages (86 KB, two CTAs per SM)
 };
-constexpr int kNumTileKernels = 26;
+constexpr int kNumTileKernels = 27;
 constexpr bool is_wgmma_kernel(TileKernel k) {
   return int(k) >= int(TileKernel::Hd256Wgmma) && int(k) <= int(TileKernel::Hd512WgmmaClusterSplit);
 }

@@ -1,4 +1,5 @@
 // Hopper wgmma attention kernels (attention_wgmma.cuh) for both head dims.
+#include "kernels/cuda/attention_wgmma_pair_persistent.cuh"
 #include "kernels/cuda/attention_wgmma_persistent.cuh"
 
 #include <cudaTypedefs.h>
@@ -30,6 +31,7 @@ void launch_wgmma_kernel(TileKernel k, const TileArgs& a, const TileGrid& g, cud
     case TileKernel::Hd512WgmmaSerialTmaPair:
       return launch_wgmma_config<WgConfig<512, false, true, true>>(a, g, stream);
     case TileKernel::Hd256WgmmaPersistent: return launch_wgmma_persistent(a, g, stream);
+    case TileKernel::Hd512WgmmaPairPersistent: return launch_wgmma_pair_persistent(a, g, stream);
     case TileKernel::Hd512WgmmaClusterSplit:
       return launch_wgmma_config<WgConfig<512, false, false, false, 64, true>>(a, g, stream);
     default: fail("attention: tile kernel " + std::to_string(int(k)) + " is not a wgmma kernel");
@@ -54,6 +56,55 @@ void launch_wgmma_persistent(const TileArgs& a_in, const TileGrid& g, cudaStream
   attention_wgmma_persistent_kernel<<<ctas, C::kThreads, C::kSmemBytesP, stream>>>(a, map_q, map_o);
   GS_CUDA_LAUNCHED("attention_wgmma_persistent_kernel");
   if (recording) timeline::end(recording, "hd256-persistent", items, stream);
+}
+
+void launch_wgmma_pair_persistent(const TileArgs& a_in, const TileGrid& g, cudaStream_t stream) {
+  using Plain = WgConfig<512, false, true, true>;
+  using C = WgPairPersistent;
+  const int box = a_in.page_size % 16 == 0 ? 16 : a_in.page_size % 8 == 0 ? 8 : 0;
+  // The plain paired kernel where this one has nothing to give: without a queue (a stream
+  // captured before its first launch), with pages no TMA box tiles, or with one query tile per
+  // head (decode and verify batches: every cluster would carry an idle CTA).
+  if (!a_in.work_queue || box == 0 || g.q_tiles < 2) return launch_wgmma_config<Plain>(a_in, g, stream);
+  TileArgs a = a_in;
+  CUtensorMap map_k{}, map_v{}, map_q{}, map_o{};
+  prepare_qo_and_keys(a, 512, map_q, map_o);
+  const int64_t tokens = int64_t(a.pool_pages) * a.page_size;
+  encode_kv_tensor_map(&map_k, a.k, 512, a.token_stride / 512, tokens, box);
+  encode_kv_tensor_map(&map_v, a.v, 512, a.token_stride / 512, tokens, box);
+  a.tma_box_rows = box;
+  a.item_q_tiles = (g.q_tiles + 1) / 2, a.item_heads = g.kv_heads * a.num_splits, a.item_seqs = g.num_seqs;
+  const int64_t units = int64_t(a.item_q_tiles) * a.item_heads * a.item_seqs;
+  if (units == 0) return;
+  const void* kernel = reinterpret_cast<const void*>(attention_wgmma_pair_persistent_kernel);
+  static std::atomic<uint64_t> smem_set{0};
+  allow_dynamic_smem(kernel, C::kSmemBytesP, smem_set);
+  cudaLaunchConfig_t cfg{};
+  cfg.blockDim = dim3(C::kThreads);
+  cfg.dynamicSmemBytes = C::kSmemBytesP;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr{};
+  attr.id = cudaLaunchAttributeClusterDimension;
+  attr.val.clusterDim.x = 2, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+  cfg.attrs = &attr;
+  cfg.numAttrs = 1;
+  // Clusters that fit at once (66 on a 132-SM H200 if every GPC pairs its SMs), once per device.
+  static std::atomic<int> fit[64] = {};
+  int dev = 0;
+  GS_CUDA_CHECK(cudaGetDevice(&dev));
+  int clusters = fit[dev & 63].load(std::memory_order_relaxed);
+  if (clusters == 0) {
+    cfg.gridDim = dim3(2 * (sm_count() / 2));
+    GS_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
+    if (clusters <= 0) fail("attention: the paired persistent kernel fits no cluster on this device");
+    fit[dev & 63].store(clusters, std::memory_order_relaxed);
+  }
+  clusters = int(std::min<int64_t>(units, clusters));
+  cfg.gridDim = dim3(2 * clusters);
+  const bool recording = timeline::begin(stream);
+  GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, attention_wgmma_pair_persistent_kernel, a, map_k, map_v, map_q, map_o));
+  GS_CUDA_LAUNCHED("attention_wgmma_pair_persistent_kernel");
+  if (recording) timeline::end(recording, "hd512-pair-persistent", 2 * units, stream);
 }
 
 void encode_kv_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, int head_dim, int kv_heads, int64_t tokens,

@@ -1,4 +1,5 @@
-// The producer warpgroup of attention_wgmma_kernel (attention_wgmma.cuh): K then V of each key
+// The producer warpgroup of attention_wgmma_kernel (attention_wgmma.cuh) and its K/V loads, which
+// the persistent paired kernel (attention_wgmma_pair_persistent.cuh) shares: K then V of each key
 // tile into the stages, as soon as the consumers free them. Whole tiles of live keys come by TMA
 // where the configuration has it (multicast to the partner CTA when paired); others are gathered
 // by 16-byte cp.async through the page table, zero-filled past kv_len and on freed pages. Also
@@ -33,42 +34,48 @@ struct WgBarriers {
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// Key tile it covers keys key0 + it·BN .. of the n_tiles the CTA visits; paired: this CTA's rank
-// in the pair; col0: its first head-dim column (the cluster split's half); tid: the thread
-// (producer threads are C::kConsumerThreads ..).
+// Where a CTA's keys live: its sequence's page table and length, its KV head.
+struct KvSource {
+  const int* page_table;
+  int kv_len, kvh;
+};
+
+// A producer thread's part of the K/V loads, shared by attention_wgmma_kernel and the persistent
+// paired kernel (attention_wgmma_pair_persistent.cuh): where a key tile's rows come from
+// (lookup) and the copies of its K or V into the single stage ring (load), for global tile index
+// gj (stage gj % ST, use gj / ST). Paired: rank is this CTA's in the pair; col0: its first
+// head-dim column (the cluster split's half).
 template <class C>
-__device__ __forceinline__ void wgmma_produce_kv(const TileArgs& a, const CtaPlace& cta, const WgBarriers<C>& bar,
-                                                 uint32_t sK, uint32_t sV, int key0, int n_tiles, bool paired,
-                                                 uint32_t rank, int col0, const CUtensorMap* tma_k,
-                                                 const CUtensorMap* tma_v, int tid) {
-  constexpr int HD = C::kHeadDim, BN = C::kBlockN, ST = C::kStages;
-  using bf16 = __nv_bfloat16;
-  const int lane = tid & 31, warp = tid >> 5;
-  // It needs few registers; give the rest to the consumers (whose O alone is 128 per thread).
-  wg::setmaxnreg_dec<C::kProducerRegs>();
+struct KvTileLoader {
+  static constexpr int HD = C::kHeadDim, BN = C::kBlockN, ST = C::kStages;
   // Thread pt copies 16-byte chunk column c of rows rr, rr + kRowsPerPass, ...: a warp always
   // works on one key row (512 contiguous bytes per warp-instruction); where each row comes from
   // is looked up once per tile (lookup, below).
-  constexpr int kRowsPerPass = 128 / C::kChunks;
-  const int pt = tid - C::kConsumerThreads, c = pt % C::kChunks, rr = pt / C::kChunks;
-  const uint32_t chunk_off = (c >> 3) * (BN * 128);
+  static constexpr int kRowsPerPass = 128 / C::kChunks;
   // Where a tile's keys come from: lane l of every producer warp looks up keys l, l + 32, ...
   // of the tile once (off: element offset in the pool, -1: zero fill; tok: pool token for TMA),
   // and the warps share them by shuffles, for K and for V.
-  constexpr int KPL = C::kKeysPerLane;
+  static constexpr int KPL = C::kKeysPerLane;
   struct TileSrc {
     int64_t off[KPL];
     int tok[KPL];
     bool tma;  // every key below kv_len and on a live page: the whole tile can come by TMA
   };
-  auto lookup = [&](int j, TileSrc& t) {
-    const int k0 = key0 + j * BN;
+
+  const TileArgs& a;
+  WgBarriers<C> bar;
+  uint32_t sK, sV;
+  const CUtensorMap *tma_k, *tma_v;
+  uint32_t rank;
+  int col0, pt, lane, warp;
+
+  __device__ __forceinline__ void lookup(const KvSource& src, int k0, TileSrc& t) const {
     int page[KPL];
 #pragma unroll
     for (int h = 0; h < KPL; ++h) {
       // Keys past the end read the last page's entry (never used): no branch around the read.
-      const int key = min(k0 + lane + 32 * h, cta.kv_len - 1);
-      page[h] = cta.page_table[a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size];
+      const int key = min(k0 + lane + 32 * h, src.kv_len - 1);
+      page[h] = src.page_table[a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size];
     }
     bool all_live = true;
 #pragma unroll
@@ -76,16 +83,19 @@ __device__ __forceinline__ void wgmma_produce_kv(const TileArgs& a, const CtaPla
       const int key = k0 + lane + 32 * h;
       const int lp = a.page_shift >= 0 ? key >> a.page_shift : key / a.page_size;
       const int slot = key - lp * a.page_size;
-      const bool live = key < cta.kv_len && page[h] >= 0;
-      t.off[h] = live ? int64_t(page[h]) * a.page_stride + int64_t(slot) * a.token_stride + int64_t(cta.kvh) * HD
+      const bool live = key < src.kv_len && page[h] >= 0;
+      t.off[h] = live ? int64_t(page[h]) * a.page_stride + int64_t(slot) * a.token_stride + int64_t(src.kvh) * HD
                       : -1;
       t.tok[h] = live ? page[h] * a.page_size + slot : 0;
       all_live = all_live && live;
     }
     t.tma = C::kTma && a.tma_box_rows > 0 && __all_sync(0xffffffffu, all_live);
-  };
-  auto load = [&](int kv, int j, const TileSrc& t) {
-    const int s = j % ST, use = j / ST;
+  }
+
+  // K (kv 0) or V (kv 1) of global tile gj, once its stage's previous use has been released.
+  __device__ __forceinline__ void load(int kv, int gj, int kvh, bool paired, const TileSrc& t) const {
+    using bf16 = __nv_bfloat16;
+    const int s = gj % ST, use = gj / ST;
     if (use > 0) wg::mbar_wait(kv == 0 ? bar.empty_k(s) : bar.empty_v(s), (use - 1) & 1);
     const uint32_t full = kv == 0 ? bar.full_k(s) : bar.full_v(s);
     if (t.tma) {
@@ -104,13 +114,12 @@ __device__ __forceinline__ void wgmma_produce_kv(const TileArgs& a, const CtaPla
 #pragma unroll
             for (int i = 0; i < kHalf; ++i) {
               const int slab = int(rank) * kHalf + i;
-              wg::tma_load_3d_multicast(tile_base + slab * (BN * 128) + g * 128, map, slab * 64, cta.kvh, token,
-                                        full, 3);
+              wg::tma_load_3d_multicast(tile_base + slab * (BN * 128) + g * 128, map, slab * 64, kvh, token, full, 3);
             }
           } else if (pt == 0) {
 #pragma unroll
             for (int slab = 0; slab < HD / 64; ++slab)
-              wg::tma_load_3d(tile_base + slab * (BN * 128) + g * 128, map, slab * 64, cta.kvh, token, full);
+              wg::tma_load_3d(tile_base + slab * (BN * 128) + g * 128, map, slab * 64, kvh, token, full);
           }
         }
       } else {
@@ -118,8 +127,9 @@ __device__ __forceinline__ void wgmma_produce_kv(const TileArgs& a, const CtaPla
       }
       return;
     }
+    const int c = pt % C::kChunks, rr = pt / C::kChunks;
     const bf16* src_base = (kv == 0 ? a.k : a.v) + col0 + c * 8;
-    const uint32_t dst_base = (kv == 0 ? sK : sV) + s * C::kTileBytes + chunk_off;
+    const uint32_t dst_base = (kv == 0 ? sK : sV) + s * C::kTileBytes + (c >> 3) * (BN * 128);
 #pragma unroll 8
     for (int pass = 0; pass < BN / kRowsPerPass; ++pass) {
       const int r = pass * kRowsPerPass + rr;
@@ -129,35 +139,51 @@ __device__ __forceinline__ void wgmma_produce_kv(const TileArgs& a, const CtaPla
       asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(o >= 0 ? 16 : 0));
     }
     wg::mbar_arrive_cp_async(full);
-  };
+  }
+
+  // Paired: the partner's consumers arrive on this CTA's empty barriers (and read what this CTA
+  // multicast). A CTA stays until the last of `tiles` uses of every stage has been released by both.
+  __device__ __forceinline__ void wait_released(int tiles) const {
+    for (int s = 0; s < ST; ++s) {
+      const int uses = (tiles - s + ST - 1) / ST;
+      if (uses > 0) wg::mbar_wait(bar.empty_k(s), (uses - 1) & 1), wg::mbar_wait(bar.empty_v(s), (uses - 1) & 1);
+    }
+  }
+};
+
+// The producer warpgroup of attention_wgmma_kernel: the CTA's n_tiles key tiles (keys key0 +
+// it·BN ..); tid: the thread (producer threads are C::kConsumerThreads ..).
+template <class C>
+__device__ __forceinline__ void wgmma_produce_kv(const TileArgs& a, const CtaPlace& cta, const WgBarriers<C>& bar,
+                                                 uint32_t sK, uint32_t sV, int key0, int n_tiles, bool paired,
+                                                 uint32_t rank, int col0, const CUtensorMap* tma_k,
+                                                 const CUtensorMap* tma_v, int tid) {
+  // It needs few registers; give the rest to the consumers (whose O alone is 128 per thread).
+  wg::setmaxnreg_dec<C::kProducerRegs>();
+  const int pt = tid - C::kConsumerThreads;
+  const KvTileLoader<C> ld{a, bar, sK, sV, tma_k, tma_v, rank, col0, pt, tid & 31, tid >> 5};
+  const KvSource src{cta.page_table, cta.kv_len, cta.kvh};
   // Order of the loads: the consumers' order. Serial: K and V of tile j. Pipelined: K of tile j
   // with V of tile j-1 (what one consumer step reads), so K of tile j+1 is requested as soon
   // as S of tile j has freed its stage, not behind V of tile j, whose stage frees only when the
   // P·V of tile j-1 completes at the end of the step (hd512 has a single stage of each).
   // Reading the page table of tile j+1 while waiting for tile j's stages (lookup ahead) was
   // measured and lost 2% at hd256 (H100, 2026-11-25): the producer is not what binds.
-  TileSrc cur, prev;
+  typename KvTileLoader<C>::TileSrc cur, prev;
   for (int step = 0; step < n_tiles + (C::kPipelined ? 1 : 0); ++step) {
     if (step < n_tiles) {
-      lookup(step, cur);
+      ld.lookup(src, key0 + step * C::kBlockN, cur);
       GS_TL_MARK(step == 0 && pt == 0, kFirstLookup);
-      load(0, step, cur);
+      ld.load(0, step, cta.kvh, paired, cur);
     }
     if constexpr (C::kPipelined) {
-      if (step > 0) load(1, step - 1, prev);
+      if (step > 0) ld.load(1, step - 1, cta.kvh, paired, prev);
       prev = cur;
     } else {
-      load(1, step, cur);
+      ld.load(1, step, cta.kvh, paired, cur);
     }
   }
-  if (paired) {
-    // The partner's consumers arrive on this CTA's empty barriers (and read what this CTA
-    // multicast): stay until the last use of every stage has been released by both.
-    for (int s = 0; s < ST; ++s) {
-      const int uses = (n_tiles - s + ST - 1) / ST;
-      if (uses > 0) wg::mbar_wait(bar.empty_k(s), (uses - 1) & 1), wg::mbar_wait(bar.empty_v(s), (uses - 1) & 1);
-    }
-  }
+  if (paired) ld.wait_released(n_tiles);
   cp_async_wait<0>();
 }
 #endif
