@@ -239,6 +239,28 @@ TEST_F(Attention, WgmmaKernelsOnEveryShapeTheyAccept) {
   }
 }
 
+// The persistent kernels over launches with several units per CTA or cluster (the shapes above
+// give most of them one): the queue's claims, the hand-over of a claim to the partner CTA, units
+// skipped because their sequence is shorter, a pair whose second tile is past the end, and the
+// queue left at zero for the next launch (each case runs twice).
+TEST_F(Attention, PersistentKernelsOverManyUnits) {
+  if (!cuda::attn::wgmma_supported()) GTEST_SKIP() << "needs an sm_90 GPU";
+  using cuda::attn::TileKernel;
+  for (TileKernel kernel : {TileKernel::Hd256WgmmaPersistent, TileKernel::Hd512WgmmaPairPersistent}) {
+    const int hd = cuda::attn::tile_kernel_info(kernel).head_dim;
+    const std::string name = std::string(cuda::attn::tile_kernel_info(kernel).name) + ": ";
+    std::vector<std::pair<AttnCase, std::string>> cases;
+    cases.push_back({make(hd, 8, 1, 0, 16, {{0, 2000}}), "2000 rows, group 8"});
+    cases.push_back({make(hd, 8, 2, 0, 16, {{0, 1500}, {0, 100}, {200, 900}}), "ragged, a chunk over a prefix"});
+    cases.push_back({make(hd, 8, 2, 0, 32, {{0, 1500}, {0, 100}, {200, 900}}), "ragged, page size 32"});
+    for (auto& [c, what] : cases) {
+      c.force_kernel = int(kernel);
+      expect_exact(c, name + what);
+      expect_exact(c, name + what + ", again");
+    }
+  }
+}
+
 // The split-d decode kernels (attention_decode.cuh) forced on every decode and verify shape class:
 // GQA groups 1..16 (3 and 6 not powers of two), ragged lengths across page boundaries, page sizes
 // that are not powers of two or not multiples of the key tile, windows with freed pages, explicit
