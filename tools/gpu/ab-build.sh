@@ -9,7 +9,8 @@
 #
 # GS_AB_CMAKE_ARGS adds CMake options to every revision of the call and GS_AB_SUFFIX to its names,
 # e.g. GS_AB_CMAKE_ARGS=-DGEMMASERVE_ATTN_TIMELINE=ON GS_AB_SUFFIX=-tl for the attention timeline
-# (tools/gpu/attention_timeline.py); without it the option is turned off again.
+# (tools/gpu/attention_timeline.py), or -DGEMMASERVE_ATTN_WAIT_CHECK=ON for waits that trap and say where;
+# without them both options are turned off again.
 #
 # usage: tools/gpu/ab-build.sh OUT_DIR REV [REV ...]     e.g. build-ab main wgmma-n80 sampling-cluster
 set -euo pipefail
@@ -27,7 +28,7 @@ fi
 for rev in "$@"; do
   git -C "$wt" checkout --quiet --detach "$rev"
   # shellcheck disable=SC2086  # GS_AB_CMAKE_ARGS is a list of options
-  cmake -S "$wt" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGEMMASERVE_ATTN_TIMELINE=OFF \
+  cmake -S "$wt" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DGEMMASERVE_ATTN_TIMELINE=OFF -DGEMMASERVE_ATTN_WAIT_CHECK=OFF \
     ${GS_AB_CMAKE_ARGS:-} > /dev/null
   targets=(test_kernels_cuda)
   [[ ${GS_AB_GEMMASERVE:-0} == 1 ]] && targets+=(gemmaserve)
