@@ -187,6 +187,11 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
           it.active = !cta.idle();
           it.q_tma = it.active && a.tma_q && cta.row0 + BM <= cta.rows;
         }
+        // The unit before has released both Q halves (its last S) before this one is published. A
+        // consumer may release the halves of a unit whose Q it does not wait for (no rows here, a
+        // gathered tile) as soon as it has read the unit, and two releases ahead of this wait
+        // would complete its phase twice: the wait would then be for the phase after (parity).
+        if (u > 0) wg::mbar_wait(q_empty(0), (u - 1) & 1), wg::mbar_wait(q_empty(1), (u - 1) & 1);
         GS_TL_MARK_AT(lane == 0 && t >= 0, 2 * t + int(rank), kPublished);
         if (u >= 2) wg::mbar_wait(item_empty(slot), ((u >> 1) - 1) & 1);
         if (lane == 0) {
@@ -201,13 +206,11 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
       if (it.t < 0) break;
       const KvSource src{a.page_table + int64_t(it.seq) * a.max_pages, it.kv_len, it.kvh};
 
-      // Q of this unit into warpgroup w's half of the tile (slabs 4w .. 4w + 3), once its last S
-      // of the unit before has read them. Warp 8 waits as a whole, lane 0 issues.
+      // Q of this unit into warpgroup w's half of the tile (slabs 4w .. 4w + 3); their last S of
+      // the unit before has read them (waited for above).
       auto load_q = [&]() {
-        if (warp != 8) return;
+        if (warp != 8 || lane != 0 || !it.q_tma) return;  // cut or idle tiles: the consumers see to them
         for (int w = 0; w < 2; ++w) {
-          if (u > 0) wg::mbar_wait(q_empty(w), (u - 1) & 1);
-          if (!it.q_tma || lane != 0) continue;  // cut or idle tiles: the consumers see to them
           wg::mbar_arrive_expect_tx(q_full(w), C::kQBytes / 2);
           const int t0 = it.q0 + it.row0 / a.group;
 #pragma unroll
@@ -216,7 +219,6 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
             wg::tma_load_3d(sQ + slab * (BM * 128), &tma_q, slab * 64, it.kvh * a.group, t0, q_full(w));
           }
         }
-        __syncwarp();
       };
       // The next unit is claimed two tiles before this one's last is loaded (attention_wgmma_persistent.cuh
       // says why).
@@ -327,7 +329,9 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
 #pragma unroll
       for (int i = 0; i < 128; ++i) o[i] = 0.f;
       float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
-      if (it.n_tiles == 0) release_here(q_empty(wgi));  // a split without keys: O = 0, l = 0
+      // A split without keys: O = 0, l = 0. (Released only now: after its Q has landed, so that Q
+      // loads and their waits stay one to one.)
+      if (it.n_tiles == 0) release_here(q_empty(wgi));
       for (int j = 0; j < it.n_tiles; ++j) {
         const int parity = (gtile + j) & 1, k0 = it.key0 + j * BN;
         float sc[NA];
