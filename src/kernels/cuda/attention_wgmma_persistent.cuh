@@ -148,6 +148,11 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
           // An item without key tiles claims its successor now (the others: near their end).
           if (lane == 0 && kt.count == 0) next = claim();
         }
+        // The item before has released both warpgroups' Q rows (its last S) before this one is
+        // published. A warpgroup that gathers its rows (a cut tile) releases them as soon as its
+        // last S is done, which needs no Q load of the producer; two releases ahead of this wait
+        // would complete its phase twice, and the wait would be for the phase after (parity).
+        if (u > 0) wg::mbar_wait(q_empty(0), (u - 1) & 1), wg::mbar_wait(q_empty(1), (u - 1) & 1);
         GS_TL_MARK_AT(lane == 0 && t >= 0, t, kPublished);
         if (lane == 0) {
           items[slot] = it;
@@ -159,21 +164,18 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
       if (it.t < 0) break;
       const int* page_table = a.page_table + int64_t(it.t / (a.item_q_tiles * a.item_heads)) * a.max_pages;
 
-      // Q of this item into warpgroup w's rows, once its last S of the previous item has read them.
-      // Warp 8 waits as a whole (a wait inside one lane's branch, while the other lanes went on
-      // to the next tile's shuffles, hung the attention suite), lane 0 issues.
+      // Q of this item into warpgroup w's rows (the item before has read them: waited for above,
+      // by warp 8 as a whole: a wait inside one lane's branch, while the other lanes went on to
+      // the next tile's shuffles, hung the attention suite).
       auto load_q = [&]() {
-        if (warp != 8) return;
+        if (warp != 8 || lane != 0 || !it.q_tma) return;  // cut tiles: the consumers gather them
         for (int w = 0; w < 2; ++w) {
-          if (u > 0) wg::mbar_wait(q_empty(w), (u - 1) & 1);
-          if (!it.q_tma || lane != 0) continue;  // cut tiles: the consumers gather them
           wg::mbar_arrive_expect_tx(q_full(w), C::kQBytes / 2);
           const int t0 = it.q0 + (it.row0 + 64 * w) / a.group;
 #pragma unroll
           for (int slab = 0; slab < HD / 64; ++slab)
             wg::tma_load_3d(sQ + slab * (BM * 128) + w * 64 * 128, &tma_q, slab * 64, it.kvh * a.group, t0, q_full(w));
         }
-        __syncwarp();
       };
       // K or V of the item's key tile (global tile gj). A warp copies rows rr, rr + 4, ...: lane
       // p of the warp looked up row rr + 4p (`mine`), so pass p takes its offset from lane p, an
