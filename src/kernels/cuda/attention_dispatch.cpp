@@ -187,6 +187,9 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
 // 418 / 354 -> 410 TFLOP/s) and each row's softmax computed once (-> 446 / 436). The head dim
 // split over a CTA pair (Hd512WgmmaClusterSplit: half the K/V bytes per SM, two stages) runs at
 // 388-395: its S exchange through the partner's shared memory takes ~1 us a tile.
+// Since 2026-11-26 14:50Z that paired kernel runs persistent (Hd512WgmmaPairPersistent: one
+// cluster per SM pair walking tile pairs from a queue, the next pair's Q and first K loaded under
+// the last one's end; H200, 8k causal: 31B 478-481 against 445-451, E2B 458-468 against 435-439).
 //
 // Decode at head dim 512 (<= 16 rows) goes to the split-d decode kernel with 16-key tiles, 3
 // stages and two CTAs per SM (attention_decode.cuh; H200, 2026-11-25: b64 ctx4k 31B 0.494 ms =
