@@ -79,30 +79,22 @@ void launch_wgmma_pair_persistent(const TileArgs& a_in, const TileGrid& g, cudaS
   const void* kernel = reinterpret_cast<const void*>(attention_wgmma_pair_persistent_kernel);
   static std::atomic<uint64_t> smem_set{0};
   allow_dynamic_smem(kernel, C::kSmemBytesP, smem_set);
-  cudaLaunchConfig_t cfg{};
-  cfg.blockDim = dim3(C::kThreads);
-  cfg.dynamicSmemBytes = C::kSmemBytesP;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr{};
-  attr.id = cudaLaunchAttributeClusterDimension;
-  attr.val.clusterDim.x = 2, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
-  cfg.attrs = &attr;
-  cfg.numAttrs = 1;
+  PairClusterLaunch launch(dim3(2 * (sm_count() / 2)), C::kThreads, C::kSmemBytesP, stream);
   // Clusters that fit at once (66 on a 132-SM H200 if every GPC pairs its SMs), once per device.
   static std::atomic<int> fit[64] = {};
   int dev = 0;
   GS_CUDA_CHECK(cudaGetDevice(&dev));
   int clusters = fit[dev & 63].load(std::memory_order_relaxed);
   if (clusters == 0) {
-    cfg.gridDim = dim3(2 * (sm_count() / 2));
-    GS_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg));
+    GS_CUDA_CHECK(cudaOccupancyMaxActiveClusters(&clusters, kernel, &launch.cfg));
     if (clusters <= 0) fail("attention: the paired persistent kernel fits no cluster on this device");
     fit[dev & 63].store(clusters, std::memory_order_relaxed);
   }
   clusters = int(std::min<int64_t>(units, clusters));
-  cfg.gridDim = dim3(2 * clusters);
+  launch.cfg.gridDim = dim3(2 * clusters);
   const bool recording = timeline::begin(stream);
-  GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, attention_wgmma_pair_persistent_kernel, a, map_k, map_v, map_q, map_o));
+  GS_CUDA_CHECK(
+      cudaLaunchKernelEx(&launch.cfg, attention_wgmma_pair_persistent_kernel, a, map_k, map_v, map_q, map_o));
   GS_CUDA_LAUNCHED("attention_wgmma_pair_persistent_kernel");
   if (recording) timeline::end(recording, "hd512-pair-persistent", 2 * units, stream);
 }

@@ -145,10 +145,9 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 
   GS_TL_MARK(threadIdx.x == 0, kStart);
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  // Swizzled slabs need 1024-byte alignment of their shared-memory address.
-  const uint32_t raw_addr = smem_addr(smem_raw);
-  const uint32_t base = (raw_addr + 1023u) & ~1023u;
-  uint8_t* smem = smem_raw + (base - raw_addr);
+  const AlignedSmem aligned = align_smem_1024(smem_raw);
+  const uint32_t base = aligned.base;
+  uint8_t* smem = aligned.ptr;
   const uint32_t sQ = base, sK = base + C::kOffK, sV = base + C::kOffV;
   float* sX = reinterpret_cast<float*>(smem + C::kOffX);
   const WgBarriers<C> bar{base + C::kOffBar};
@@ -522,6 +521,25 @@ inline void allow_dynamic_smem(const void* kernel, size_t bytes, std::atomic<uin
   done.fetch_or(bit, std::memory_order_acq_rel);
 }
 
+// The launch configuration of a grid of clusters of two CTAs along x. Not copyable: cfg points
+// at attr.
+struct PairClusterLaunch {
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr{};
+  PairClusterLaunch(dim3 grid, int threads, size_t smem_bytes, cudaStream_t stream) {
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(threads);
+    cfg.dynamicSmemBytes = smem_bytes;
+    cfg.stream = stream;
+    attr.id = cudaLaunchAttributeClusterDimension;
+    attr.val.clusterDim.x = 2, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
+    cfg.attrs = &attr;
+    cfg.numAttrs = 1;
+  }
+  PairClusterLaunch(const PairClusterLaunch&) = delete;
+  PairClusterLaunch& operator=(const PairClusterLaunch&) = delete;
+};
+
 template <class C>
 void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t stream) {
   TileArgs a = a_in;
@@ -546,18 +564,9 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
     // Clusters of two along x. Pairs: an even number of query tiles (a CTA past the rows exits
     // at once; one query tile, as in decode and verify batches: no partner, plain launch).
     // Cluster split: two CTAs per query tile, always.
-    cudaLaunchConfig_t cfg{};
     const int x = C::kClusterSplit ? 2 * g.q_tiles : (g.q_tiles + 1) & ~1;
-    cfg.gridDim = dim3(x, g.kv_heads * a.num_splits, g.num_seqs);
-    cfg.blockDim = dim3(C::kThreads);
-    cfg.dynamicSmemBytes = C::kSmemBytes;
-    cfg.stream = stream;
-    cudaLaunchAttribute attr{};
-    attr.id = cudaLaunchAttributeClusterDimension;
-    attr.val.clusterDim.x = 2, attr.val.clusterDim.y = 1, attr.val.clusterDim.z = 1;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, attention_wgmma_kernel<C>, a, map_k, map_v, map_q, map_o));
+    PairClusterLaunch launch(dim3(x, g.kv_heads * a.num_splits, g.num_seqs), C::kThreads, C::kSmemBytes, stream);
+    GS_CUDA_CHECK(cudaLaunchKernelEx(&launch.cfg, attention_wgmma_kernel<C>, a, map_k, map_v, map_q, map_o));
   } else {
     const dim3 grid(g.q_tiles, g.kv_heads * a.num_splits, g.num_seqs);
     attention_wgmma_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(a, map_k, map_v, map_q, map_o);

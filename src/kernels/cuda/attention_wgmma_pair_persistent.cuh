@@ -86,9 +86,9 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
   constexpr int HD = 512, BM = 64, BN = 64, NA = C::kAcc;
 
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  const uint32_t raw_addr = smem_addr(smem_raw);
-  const uint32_t base = (raw_addr + 1023u) & ~1023u;
-  uint8_t* smem = smem_raw + (base - raw_addr);
+  const AlignedSmem aligned = align_smem_1024(smem_raw);
+  const uint32_t base = aligned.base;
+  uint8_t* smem = aligned.ptr;
   const uint32_t sQ = base, sK = base + C::kOffK, sV = base + C::kOffV;
   float* sX = reinterpret_cast<float*>(smem + C::kOffX);
   const WgBarriers<C> bar{base + C::kOffPBar};
@@ -284,11 +284,7 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
 
     int gtile = 0, q_loads = 0;
     for (int u = 0;; ++u) {
-      const int slot = u & 1;
-      wg::mbar_wait(item_full(slot), (u >> 1) & 1);
-      const PairItem it = items[slot];
-      __syncwarp();
-      release_here(item_empty(slot));
+      const PairItem it = wg::take_slot(items, u, item_full(u & 1), item_empty(u & 1));
       if (it.t < 0) break;
       GS_TL_MARK_AT(tid == 0, 2 * it.t + int(rank), kStart);
       GS_TL_NOTE_TILES_AT(tid == 0, 2 * it.t + int(rank), it.n_tiles);
@@ -372,22 +368,12 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
         // Four rounds of 64 columns through this warpgroup's staging slab, each sent as one TMA
         // box once the previous round's box has read the slab; the last runs on under the next unit.
         const int t0 = it.q0 + it.row0 / a.group;
+        const float inv[2] = {l_run[0] > 0.f ? 1.f / l_run[0] : 0.f, l_run[1] > 0.f ? 1.f / l_run[1] : 0.f};
 #pragma unroll
         for (int round = 0; round < 4; ++round) {
           if (tq == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
           wg_bar();
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int r = r_lo + 8 * h;
-            const float inv = l_run[h] > 0.f ? 1.f / l_run[h] : 0.f;
-            const uint32_t row = o_stage + r * 128 + (lane & 3) * 4;
-#pragma unroll
-            for (int jj = 0; jj < 8; ++jj) {
-              const int j = 8 * round + jj;
-              const uint32_t v = pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-              asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(row + ((jj ^ (r & 7)) << 4)), "r"(v) : "memory");
-            }
-          }
+          stage_o_rows<8>(o, inv, o_stage, r_lo, lane, 8 * round);
           wg::fence_proxy_async();  // the stores above, before the TMA engine reads them
           wg_bar();
           if (tq == 0) {

@@ -70,9 +70,9 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
   using bf16 = __nv_bfloat16;
 
   extern __shared__ __align__(1024) uint8_t smem_raw[];
-  const uint32_t raw_addr = smem_addr(smem_raw);
-  const uint32_t base = (raw_addr + 1023u) & ~1023u;
-  uint8_t* smem = smem_raw + (base - raw_addr);
+  const AlignedSmem aligned = align_smem_1024(smem_raw);
+  const uint32_t base = aligned.base;
+  uint8_t* smem = aligned.ptr;
   const uint32_t sQ = base, sK = base + C::kOffK, sV = base + C::kOffV, sO = base + C::kOffO;
   const uint32_t bars = base + C::kOffPBar;
   auto full_k = [&](int s) { return bars + 8u * s; };
@@ -261,11 +261,7 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
 
   int gtile = 0, q_loads = 0;
   for (int u = 0;; ++u) {
-    const int slot = u & 1;
-    wg::mbar_wait(item_full(slot), (u >> 1) & 1);
-    const PersistentItem it = items[slot];
-    __syncwarp();
-    release(item_empty(slot));
+    const PersistentItem it = wg::take_slot(items, u, item_full(u & 1), item_empty(u & 1));
     if (it.t < 0) break;
     GS_TL_MARK_AT(tid == 0, it.t, kStart);
     GS_TL_NOTE_TILES_AT(tid == 0, it.t, it.n_tiles);
@@ -344,23 +340,12 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
       // round's boxes to have read the buffer; the last round's store runs on under the next item.
       const int r = w4 * 16 + (lane >> 2);  // row within the warpgroup (and its + 8)
       const int t0 = it.q0 + (it.row0 + wg_row0) / a.group;
+      const float inv[2] = {l_run[0] > 0.f ? 1.f / l_run[0] : 0.f, l_run[1] > 0.f ? 1.f / l_run[1] : 0.f};
 #pragma unroll
       for (int round = 0; round < 2; ++round) {
         if (tq == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
         wg_bar();
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int rh = r + 8 * h;
-          const float inv = l_run[h] > 0.f ? 1.f / l_run[h] : 0.f;
-          const uint32_t row = o_stage + rh * 128 + (lane & 3) * 4;
-#pragma unroll
-          for (int jj = 0; jj < 16; ++jj) {
-            const int j = 16 * round + jj;
-            const uint32_t dst = row + (jj >> 3) * (64 * 128) + (((j & 7) ^ (rh & 7)) << 4);
-            const uint32_t v = pack_bf16x2(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
-            asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst), "r"(v) : "memory");
-          }
-        }
+        stage_o_rows<16>(o, inv, o_stage, r, lane, 16 * round);
         wg::fence_proxy_async();
         wg_bar();
         if (tq == 0) {

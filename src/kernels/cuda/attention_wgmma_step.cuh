@@ -16,6 +16,18 @@
 namespace gs::cuda::attn {
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// The kernel's dynamic shared memory from its first 1024-byte boundary (swizzled slabs need their
+// shared-memory address 1024-byte aligned): that address and a generic pointer to it.
+struct AlignedSmem {
+  uint32_t base;
+  uint8_t* ptr;
+};
+__device__ __forceinline__ AlignedSmem align_smem_1024(uint8_t* raw) {
+  const uint32_t raw_addr = smem_addr(raw);
+  const uint32_t base = (raw_addr + 1023u) & ~1023u;
+  return {base, raw + (base - raw_addr)};
+}
+
 // S = Q·Kᵀ of stage s over the warpgroup's contraction columns: issued, not waited for. The first
 // k-step overwrites sc (scale-d = 0), so sc needs no zeroing. The descriptors are built once per
 // CTA from the tile bases; a k-step or a stage moves the start address, whose field (address >> 4,
@@ -65,6 +77,28 @@ __device__ __forceinline__ void gather_q_rows(const TileArgs& a, const CtaPlace&
   cp_async_commit();
   cp_async_wait<0>();
   wg::fence_proxy_async();
+}
+#endif
+
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+// This thread's part of O's normalised bf16 rows r and r + 8 (of 64), register columns
+// 8·j0 .. 8·(j0 + NJ), into swizzled slabs of 64 rows at `stage` (8 register columns a slab),
+// where the persistent kernels' epilogues send it out as TMA boxes. inv: 1 / l of the two rows.
+template <int NJ>
+__device__ __forceinline__ void stage_o_rows(const float (&o)[128], const float (&inv)[2], uint32_t stage, int r,
+                                             int lane, int j0) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int rh = r + 8 * h;
+    const uint32_t row = stage + rh * 128 + (lane & 3) * 4;
+#pragma unroll
+    for (int jj = 0; jj < NJ; ++jj) {
+      const int j = j0 + jj;
+      const uint32_t dst = row + (jj >> 3) * (64 * 128) + (((j & 7) ^ (rh & 7)) << 4);
+      const uint32_t v = pack_bf16x2(o[4 * j + 2 * h] * inv[h], o[4 * j + 2 * h + 1] * inv[h]);
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(dst), "r"(v) : "memory");
+    }
+  }
 }
 #endif
 
