@@ -111,7 +111,7 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
     wg::mbar_init(bar.empty_k(0), 16), wg::mbar_init(bar.empty_v(0), 16);  // each consumer warp of both CTAs
     for (int i = 0; i < 2; ++i) {
       wg::mbar_init(q_full(i), 1), wg::mbar_init(q_empty(i), 4);
-      wg::mbar_init(item_full(i), 1), wg::mbar_init(item_empty(i), 8);
+      wg::mbar_init(item_full(i), 1), wg::mbar_init(item_empty(i), 256);
       wg::mbar_init(claim_full(i), 1), wg::mbar_init(claim_empty(i), 1);
       if (rank == 1) wg::mbar_arrive_expect_tx(claim_full(i), 16);  // armed for the first claim
     }
@@ -358,7 +358,9 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
       GS_TL_MARK_AT(tid == 128, 2 * it.t + int(rank), kLoopEnd1);
 
       // ---- epilogue: normalise and store this warpgroup's columns of the tile ----
-      row_split.hand_over_stats<NA>(m_run, l_run);
+      // A split without keys keeps the initial statistics in both warps; handing them over would
+      // race with the next unit's hand-over, which no tile's barriers would separate.
+      if (it.n_tiles > 0) row_split.hand_over_stats<NA>(m_run, l_run);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         l_run[h] += __shfl_xor_sync(0xffffffffu, l_run[h], 1);

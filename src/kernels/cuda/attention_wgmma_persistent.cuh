@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
       wg::mbar_init(empty_k(s), 8), wg::mbar_init(empty_v(s), 8);    // one arrival per consumer warp
     }
     for (int w = 0; w < 2; ++w) wg::mbar_init(q_full(w), 1), wg::mbar_init(q_empty(w), 4);
-    for (int i = 0; i < 2; ++i) wg::mbar_init(item_full(i), 1), wg::mbar_init(item_empty(i), 8);
+    for (int i = 0; i < 2; ++i) wg::mbar_init(item_full(i), 1), wg::mbar_init(item_empty(i), 256);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   __syncthreads();

@@ -156,15 +156,15 @@ __device__ __forceinline__ float4 ld_shared_v4(uint32_t addr) {
 __device__ __forceinline__ void cluster_sync() {
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
-// A consumer warp's copy of the u-th use of a two-slot ring (slot u & 1) that a producer fills,
-// arriving on `full`, and the consumer warps free, one arrival a warp on `empty` (the persistent
-// kernels' work items).
+// A consumer thread's copy of the u-th use of a two-slot ring (slot u & 1) that a producer fills,
+// arriving on `full`, and the consumer threads free, one arrival each on `empty` (the persistent
+// kernels' work items, once per item: every thread's read is ordered before its own arrival, with
+// no warp barrier between for racecheck to take on trust).
 template <class T>
 __device__ __forceinline__ T take_slot(const T* slots, int u, uint32_t full, uint32_t empty) {
   mbar_wait(full, (u >> 1) & 1);
   const T v = slots[u & 1];
-  __syncwarp();
-  if ((threadIdx.x & 31) == 0) mbar_arrive(empty);
+  mbar_arrive(empty);
   return v;
 }
 __device__ __forceinline__ void consumer_bar_sync() { asm volatile("bar.sync 1, 256;\n" ::: "memory"); }
