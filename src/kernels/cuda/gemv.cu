@@ -77,38 +77,136 @@ __device__ __forceinline__ void unpack8(const uint4& raw, float (&f)[8]) {
   }
 }
 
+// A unit's end: the warp sums, the ks > 1 partials met in shared memory, the epilogue's stores;
+// acc is zeroed for the next unit. Every warp of the block calls it at the same step.
+template <int MT, typename OutT, Epi E>
+__device__ __forceinline__ void finish_unit(float (&acc)[kRowsPerWarp][MT], OutT* __restrict__ out,
+                                            const bf16* __restrict__ aux, int M, int N, int unit, int ks, int kpart,
+                                            int warp, int lane) {
+  const int row0 = unit * kRowsPerWarp;
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+    for (int m = 0; m < MT; ++m)
+      if (m < M) acc[r][m] = warp_sum(acc[r][m]);
+
+  bool store = true;
+  if (ks > 1) {
+    // The group's ks warps each hold a partial sum over their share of K; the first adds the
+    // others' in a fixed order (deterministic for a given shape).
+    __shared__ float part[kWarps][kRowsPerWarp][MT];
+    if (lane == 0)
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+        for (int m = 0; m < MT; ++m) part[warp][r][m] = acc[r][m];
+    __syncthreads();
+    if (kpart == 0) {
+      for (int p = 1; p < ks; ++p)
+#pragma unroll
+        for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+          for (int m = 0; m < MT; ++m) acc[r][m] += part[warp + p][r][m];
+    } else {
+      store = false;
+    }
+    __syncthreads();  // part is rewritten by the next unit
+  }
+
+  // Every lane holds every sum; lane (r·MT + m) mod 32 stores output (m, r). The activations round
+  // as the unfused ops do: each product to bf16 (the matmul's output), gelu(gate) again (GeluMulOp).
+  if (store) {
+    if constexpr (E == Epi::Store) {
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+          if ((r * MT + m) % 32 == lane && m < M && row0 + r < N)
+            out[int64_t(m) * N + row0 + r] = from_f32<OutT>(acc[r][m]);
+    } else if constexpr (E == Epi::GeluMul) {
+      const int I = N >> 1;
+#pragma unroll
+      for (int r = 0; r < 2; ++r)
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+          if ((r * MT + m) % 32 == lane && m < M && unit * 2 + r < I) {
+            const float g = rnd<bf16>(acc[r][m]), u = rnd<bf16>(acc[r + 2][m]);
+            out[int64_t(m) * I + unit * 2 + r] = from_f32<OutT>(rnd<bf16>(gelu_tanh(g)) * u);
+          }
+    } else {
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+        for (int m = 0; m < MT; ++m)
+          if ((r * MT + m) % 32 == lane && m < M && row0 + r < N) {
+            const int64_t i = int64_t(m) * N + row0 + r;
+            out[i] = from_f32<OutT>(rnd<bf16>(gelu_tanh(rnd<bf16>(acc[r][m]))) * to_f32(aux[i]));
+          }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+    for (int m = 0; m < MT; ++m) acc[r][m] = 0.f;
+}
+
 // MT: compile-time bound on M (M <= MT; rows m >= M are skipped, never read). kStages: chunks per
 // row each lane has in flight (kRowsPerWarp·kStages·16 B); the host picks 4 only where the grid
 // still fits in one wave with the registers that costs (see launch_t).
 // aux: GeluMulAux's second factor ([M, N]), read after the wait (the previous kernels write it).
+//
+// Units: a warp group's kRowsPerWarp rows (per warp: its K share of them). The grid has at most one
+// wave of blocks; block b's group g takes units (b + j·gridDim.x)·groups + g for j < units_per_group,
+// and its lanes' load ring runs on from one unit's last chunks into the next unit's first, so a
+// weight too big for one wave streams without blocks draining and starting between units. Every
+// warp of a block makes the same number of steps (chunk steps past K and units past N are loads
+// skipped and stores dropped), so the ks > 1 reduction's block barriers line up.
 template <int MT, int kStages, typename OutT, Epi E = Epi::Store>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
                                                         OutT* __restrict__ out, int M, int N, int K, int ks,
-                                                        uint32_t pf_row_bytes, const bf16* __restrict__ aux) {
+                                                        uint32_t pf_row_bytes, const bf16* __restrict__ aux,
+                                                        int units_per_group) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int kpart = warp % ks, group = warp / ks, groups = kWarps / ks;
-  const int unit = blockIdx.x * groups + group;
-  const int row0 = unit * kRowsPerWarp;
   const int C = K >> 3;
   const int stride = 32 * ks;
-
-  const bf16* rows[kRowsPerWarp];
+  const int steps = (C + stride - 1) / stride;  // chunk steps per unit, the same for every warp
+  const int c0 = kpart * 32 + lane;             // this lane's chunk at step 0
+  auto unit_of = [&](int j) { return (int(blockIdx.x) + j * int(gridDim.x)) * groups + group; };
+  auto rows_of = [&](int j, const bf16* (&rows)[kRowsPerWarp]) {
 #pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r) rows[r] = w + int64_t(weight_row<E>(unit, r, N)) * K;
+    for (int r = 0; r < kRowsPerWarp; ++r) rows[r] = w + int64_t(weight_row<E>(unit_of(j), r, N)) * K;
+  };
+
+  // The refill cursor: unit j_fill, step k_fill, and its rows.
+  int j_fill = 0, k_fill = 0;
+  const bf16* fill_rows[kRowsPerWarp];
+  rows_of(0, fill_rows);
+  // Units past the weight's rows (the last block's share when the units do not divide evenly)
+  // load nothing; their rows are clamped to valid memory anyway.
+  auto unit_valid = [&](int j) {
+    return E == Epi::GeluMul ? unit_of(j) * 2 < (N >> 1) : unit_of(j) * kRowsPerWarp < N;
+  };
+  auto fill = [&](uint4 (&dst)[kRowsPerWarp]) {
+    const int c = c0 + k_fill * stride;
+    const bool ok = j_fill < units_per_group && c < C && unit_valid(j_fill);
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r) dst[r] = ok ? ld_weight(fill_rows[r] + int64_t(c) * 8) : make_uint4(0, 0, 0, 0);
+    if (++k_fill == steps) {
+      k_fill = 0;
+      if (++j_fill < units_per_group) rows_of(j_fill, fill_rows);
+    }
+  };
 
   // ---- before the wait: weights only ----
-  int c = kpart * 32 + lane;
   uint4 wb[kStages][kRowsPerWarp];
 #pragma unroll
-  for (int s = 0; s < kStages; ++s)
-#pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r)
-      wb[s][r] = c + s * stride < C ? ld_weight(rows[r] + int64_t(c + s * stride) * 8) : make_uint4(0, 0, 0, 0);
-  if (pf_row_bytes && kpart == 0 && lane < kRowsPerWarp && row0 + lane < N) {
-    // The register loads above cover the row's first kStages·stride chunks.
+  for (int s = 0; s < kStages; ++s) fill(wb[s]);
+  if (pf_row_bytes && kpart == 0 && lane < kRowsPerWarp && unit_of(0) * kRowsPerWarp + lane < N) {
+    // The register loads above cover the first unit's first kStages·stride chunks.
     const uint32_t skip = uint32_t(kStages * stride * 16), row_bytes = uint32_t(K) * 2;
     const uint32_t end = min(pf_row_bytes, row_bytes);
-    const bf16* row = w + int64_t(weight_row<E>(unit, lane, N)) * K;
+    const bf16* row = w + int64_t(weight_row<E>(unit_of(0), lane, N)) * K;
     if (end > skip) prefetch_l2(reinterpret_cast<const char*>(row) + skip, end - skip);
   }
 
@@ -121,88 +219,40 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__
 #pragma unroll
     for (int m = 0; m < MT; ++m) acc[r][m] = 0.f;
 
-  for (; c < C; c += kStages * stride) {
+  // The consume cursor: unit j, step k.
+  int j = 0, k = 0;
+  const int total = units_per_group * steps;
+  for (int i = 0; i < total; i += kStages) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
-      const int cs = c + s * stride;
-      if (cs < C) {
+      if (i + s < total) {
+        const int cs = c0 + k * stride;
         float wf[kRowsPerWarp][8];
 #pragma unroll
         for (int r = 0; r < kRowsPerWarp; ++r) unpack8(wb[s][r], wf[r]);
-        // Refill this stage with the chunk kStages·stride further on before the arithmetic, so
-        // the loads are in flight while it runs.
-        const int cn = cs + kStages * stride;
-        if (cn < C) {
+        // Refill this stage kStages steps further on (possibly the next unit) before the
+        // arithmetic, so the loads are in flight while it runs.
+        fill(wb[s]);
+        if (cs < C) {
 #pragma unroll
-          for (int r = 0; r < kRowsPerWarp; ++r) wb[s][r] = ld_weight(rows[r] + int64_t(cn) * 8);
-        }
+          for (int m = 0; m < MT; ++m) {
+            if (m < M) {
+              float xf[8];
+              unpack8(*reinterpret_cast<const uint4*>(x + int64_t(m) * K + int64_t(cs) * 8), xf);
 #pragma unroll
-        for (int m = 0; m < MT; ++m) {
-          if (m < M) {
-            float xf[8];
-            unpack8(*reinterpret_cast<const uint4*>(x + int64_t(m) * K + int64_t(cs) * 8), xf);
+              for (int r = 0; r < kRowsPerWarp; ++r)
 #pragma unroll
-            for (int r = 0; r < kRowsPerWarp; ++r)
-#pragma unroll
-              for (int j = 0; j < 8; ++j) acc[r][m] = fmaf(wf[r][j], xf[j], acc[r][m]);
+                for (int e = 0; e < 8; ++e) acc[r][m] = fmaf(wf[r][e], xf[e], acc[r][m]);
+            }
           }
+        }
+        if (++k == steps) {
+          k = 0;
+          finish_unit<MT, OutT, E>(acc, out, aux, M, N, unit_of(j), ks, kpart, warp, lane);
+          ++j;
         }
       }
     }
-  }
-
-#pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r)
-#pragma unroll
-    for (int m = 0; m < MT; ++m)
-      if (m < M) acc[r][m] = warp_sum(acc[r][m]);
-
-  if (ks > 1) {
-    // The group's ks warps each hold a partial sum over their share of K; the first adds the
-    // others' in a fixed order (deterministic for a given shape).
-    __shared__ float part[kWarps][kRowsPerWarp][MT];
-    if (lane == 0)
-#pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r)
-#pragma unroll
-        for (int m = 0; m < MT; ++m) part[warp][r][m] = acc[r][m];
-    __syncthreads();
-    if (kpart != 0) return;
-    for (int p = 1; p < ks; ++p)
-#pragma unroll
-      for (int r = 0; r < kRowsPerWarp; ++r)
-#pragma unroll
-        for (int m = 0; m < MT; ++m) acc[r][m] += part[warp + p][r][m];
-  }
-
-  // Every lane holds every sum; lane (r·MT + m) mod 32 stores output (m, r). The activations round
-  // as the unfused ops do: each product to bf16 (the matmul's output), gelu(gate) again (GeluMulOp).
-  if constexpr (E == Epi::Store) {
-#pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r)
-#pragma unroll
-      for (int m = 0; m < MT; ++m)
-        if ((r * MT + m) % 32 == lane && m < M && row0 + r < N)
-          out[int64_t(m) * N + row0 + r] = from_f32<OutT>(acc[r][m]);
-  } else if constexpr (E == Epi::GeluMul) {
-    const int I = N >> 1;
-#pragma unroll
-    for (int r = 0; r < 2; ++r)
-#pragma unroll
-      for (int m = 0; m < MT; ++m)
-        if ((r * MT + m) % 32 == lane && m < M && unit * 2 + r < I) {
-          const float g = rnd<bf16>(acc[r][m]), u = rnd<bf16>(acc[r + 2][m]);
-          out[int64_t(m) * I + unit * 2 + r] = from_f32<OutT>(rnd<bf16>(gelu_tanh(g)) * u);
-        }
-  } else {
-#pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r)
-#pragma unroll
-      for (int m = 0; m < MT; ++m)
-        if ((r * MT + m) % 32 == lane && m < M && row0 + r < N) {
-          const int64_t i = int64_t(m) * N + row0 + r;
-          out[i] = from_f32<OutT>(rnd<bf16>(gelu_tanh(rnd<bf16>(acc[r][m]))) * to_f32(aux[i]));
-        }
   }
 }
 
@@ -334,7 +384,7 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
     return (N + rows_per_block - 1) / rows_per_block;
   };
   while (ks < kWarps && blocks_for(ks) < min_blocks_per_sm() * sms && C >= 32 * (2 * ks) * 2) ks *= 2;
-  const int blocks = blocks_for(ks);
+  const int blocks = blocks_for(ks);  // one unit per warp group
   // 4 stages in flight only when the whole grid is resident at once with them: measured on the
   // H200, 4 stages took E2B's down from 7.2 to 6.1 us (one wave either way) but its gate_up from
   // 9.5 to 12.4 us (768 blocks: one wave at 2 stages, two at 4).
@@ -344,8 +394,13 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
   auto kernel = deep ? gemv_kernel<MT, (MT <= 2 ? 4 : 2), OutT, E> : gemv_kernel<MT, 2, OutT, E>;
   const int blocks_per_sm = deep ? occ4 : occ2;
 
+  // At most one wave: beyond it every warp group takes the same number of units (gemv_kernel), and
+  // the grid shrinks to the fewest blocks that still cover them, so no block has a unit more.
+  const int units_per_group = (blocks + blocks_per_sm * sms - 1) / (blocks_per_sm * sms);
+  const int grid = (blocks + units_per_group - 1) / units_per_group;
   const uint32_t pf = l2_prefetch_per_row(N, K, int64_t(blocks_per_sm) * sms * (kWarps / ks) * kRowsPerWarp);
-  launch_pdl("gemv_kernel", kernel, dim3(blocks), dim3(kThreads), 0, stream, x, w, out, M, N, K, ks, pf, aux);
+  launch_pdl("gemv_kernel", kernel, dim3(grid), dim3(kThreads), 0, stream, x, w, out, M, N, K, ks, pf, aux,
+             units_per_group);
 }
 
 // Off by default (kGemvMaxRows + 1): on the H200 the mma variant beat the FMA kernel from M = 4
