@@ -161,11 +161,14 @@ __device__ __forceinline__ void finish_unit(float (&acc)[kRowsPerWarp][MT], OutT
 // weight too big for one wave streams without blocks draining and starting between units. Every
 // warp of a block makes the same number of steps (chunk steps past K and units past N are loads
 // skipped and stores dropped), so the ks > 1 reduction's block barriers line up.
-template <int MT, int kStages, typename OutT, Epi E = Epi::Store>
+// kMulti: several units per group (units_per_group as given); otherwise exactly one, and the
+// compiler drops the cursor's unit changes (fewer registers for the one-wave shapes).
+template <int MT, int kStages, typename OutT, Epi E = Epi::Store, bool kMulti = false>
 __global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
                                                         OutT* __restrict__ out, int M, int N, int K, int ks,
                                                         uint32_t pf_row_bytes, const bf16* __restrict__ aux,
-                                                        int units_per_group) {
+                                                        int units_per_group_arg) {
+  const int units_per_group = kMulti ? units_per_group_arg : 1;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int kpart = warp % ks, group = warp / ks, groups = kWarps / ks;
   const int C = K >> 3;
@@ -248,12 +251,12 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__
         }
         if (++k == steps) {
           k = 0;
-          finish_unit<MT, OutT, E>(acc, out, aux, M, N, unit_of(j), ks, kpart, warp, lane);
-          ++j;
+          if constexpr (kMulti) finish_unit<MT, OutT, E>(acc, out, aux, M, N, unit_of(j++), ks, kpart, warp, lane);
         }
       }
     }
   }
+  if constexpr (!kMulti) finish_unit<MT, OutT, E>(acc, out, aux, M, N, unit_of(0), ks, kpart, warp, lane);
 }
 
 // ---- tensor-core variant -------------------------------------------------------------------------
@@ -350,6 +353,14 @@ int occupancy(K kernel) {
   return std::max(b, 1);
 }
 
+bool gemv_persistent() {
+  static const bool v = [] {
+    const char* e = std::getenv("GS_GEMV_PERSISTENT");
+    return !(e && e[0] == '0');
+  }();
+  return v;
+}
+
 int min_blocks_per_sm() {
   static const int v = [] {
     const char* e = std::getenv("GS_GEMV_MIN_BLOCKS_PER_SM");
@@ -391,12 +402,15 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
   static const int occ4 = MT <= 2 ? occupancy(gemv_kernel<MT, 4, OutT, E>) : 0;
   static const int occ2 = occupancy(gemv_kernel<MT, 2, OutT, E>);
   const bool deep = MT <= 2 && blocks <= occ4 * sms;
-  auto kernel = deep ? gemv_kernel<MT, (MT <= 2 ? 4 : 2), OutT, E> : gemv_kernel<MT, 2, OutT, E>;
-  const int blocks_per_sm = deep ? occ4 : occ2;
-
-  // At most one wave: beyond it every warp group takes the same number of units (gemv_kernel), and
-  // the grid shrinks to the fewest blocks that still cover them, so no block has a unit more.
-  const int units_per_group = (blocks + blocks_per_sm * sms - 1) / (blocks_per_sm * sms);
+  // Beyond one wave (2 stages), for one and two rows: every warp group takes the same number of
+  // units (gemv_kernel) and the grid shrinks to the fewest blocks that cover them, so no block has
+  // a unit more. GS_GEMV_PERSISTENT=0 launches the waves instead (A/B runs).
+  static const int occ_multi = MT <= 2 ? occupancy(gemv_kernel<MT, 2, OutT, E, MT <= 2>) : 0;
+  const bool multi = MT <= 2 && !deep && blocks > occ2 * sms && gemv_persistent();
+  auto kernel = deep ? gemv_kernel<MT, (MT <= 2 ? 4 : 2), OutT, E>
+                     : multi ? gemv_kernel<MT, 2, OutT, E, MT <= 2> : gemv_kernel<MT, 2, OutT, E>;
+  const int blocks_per_sm = deep ? occ4 : multi ? occ_multi : occ2;
+  const int units_per_group = multi ? (blocks + blocks_per_sm * sms - 1) / (blocks_per_sm * sms) : 1;
   const int grid = (blocks + units_per_group - 1) / units_per_group;
   const uint32_t pf = l2_prefetch_per_row(N, K, int64_t(blocks_per_sm) * sms * (kWarps / ks) * kRowsPerWarp);
   launch_pdl("gemv_kernel", kernel, dim3(grid), dim3(kThreads), 0, stream, x, w, out, M, N, K, ks, pf, aux,
