@@ -77,9 +77,10 @@ __device__ __forceinline__ void unpack8(const uint4& raw, float (&f)[8]) {
   }
 }
 
-// A unit's end: the warp sums, the ks > 1 partials met in shared memory, the epilogue's stores;
-// acc is zeroed for the next unit. Every warp of the block calls it at the same step.
-template <int MT, typename OutT, Epi E>
+// A unit's end: the warp sums, the ks > 1 partials met in shared memory, the epilogue's stores.
+// Every warp of the block calls it at the same step. kReuse: another unit follows, so the
+// partials' buffer is freed by a second barrier and acc is zeroed.
+template <int MT, typename OutT, Epi E, bool kReuse>
 __device__ __forceinline__ void finish_unit(float (&acc)[kRowsPerWarp][MT], OutT* __restrict__ out,
                                             const bf16* __restrict__ aux, int M, int N, int unit, int ks, int kpart,
                                             int warp, int lane) {
@@ -110,7 +111,7 @@ __device__ __forceinline__ void finish_unit(float (&acc)[kRowsPerWarp][MT], OutT
     } else {
       store = false;
     }
-    __syncthreads();  // part is rewritten by the next unit
+    if constexpr (kReuse) __syncthreads();  // part is rewritten by the next unit
   }
 
   // Every lane holds every sum; lane (r·MT + m) mod 32 stores output (m, r). The activations round
@@ -144,31 +145,102 @@ __device__ __forceinline__ void finish_unit(float (&acc)[kRowsPerWarp][MT], OutT
           }
     }
   }
+  if constexpr (kReuse) {
 #pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r)
+    for (int r = 0; r < kRowsPerWarp; ++r)
 #pragma unroll
-    for (int m = 0; m < MT; ++m) acc[r][m] = 0.f;
+      for (int m = 0; m < MT; ++m) acc[r][m] = 0.f;
+  }
 }
 
 // MT: compile-time bound on M (M <= MT; rows m >= M are skipped, never read). kStages: chunks per
 // row each lane has in flight (kRowsPerWarp·kStages·16 B); the host picks 4 only where the grid
 // still fits in one wave with the registers that costs (see launch_t).
 // aux: GeluMulAux's second factor ([M, N]), read after the wait (the previous kernels write it).
-//
-// Units: a warp group's kRowsPerWarp rows (per warp: its K share of them). The grid has at most one
-// wave of blocks; block b's group g takes units (b + j·gridDim.x)·groups + g for j < units_per_group,
+template <int MT, int kStages, typename OutT, Epi E = Epi::Store>
+__global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
+                                                        OutT* __restrict__ out, int M, int N, int K, int ks,
+                                                        uint32_t pf_row_bytes, const bf16* __restrict__ aux) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  const int kpart = warp % ks, group = warp / ks, groups = kWarps / ks;
+  const int unit = blockIdx.x * groups + group;
+  const int row0 = unit * kRowsPerWarp;
+  const int C = K >> 3;
+  const int stride = 32 * ks;
+
+  const bf16* rows[kRowsPerWarp];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r) rows[r] = w + int64_t(weight_row<E>(unit, r, N)) * K;
+
+  // ---- before the wait: weights only ----
+  int c = kpart * 32 + lane;
+  uint4 wb[kStages][kRowsPerWarp];
+#pragma unroll
+  for (int s = 0; s < kStages; ++s)
+#pragma unroll
+    for (int r = 0; r < kRowsPerWarp; ++r)
+      wb[s][r] = c + s * stride < C ? ld_weight(rows[r] + int64_t(c + s * stride) * 8) : make_uint4(0, 0, 0, 0);
+  if (pf_row_bytes && kpart == 0 && lane < kRowsPerWarp && row0 + lane < N) {
+    // The register loads above cover the row's first kStages·stride chunks.
+    const uint32_t skip = uint32_t(kStages * stride * 16), row_bytes = uint32_t(K) * 2;
+    const uint32_t end = min(pf_row_bytes, row_bytes);
+    const bf16* row = w + int64_t(weight_row<E>(unit, lane, N)) * K;
+    if (end > skip) prefetch_l2(reinterpret_cast<const char*>(row) + skip, end - skip);
+  }
+
+  pdl_wait();
+  pdl_launch_dependents();
+
+  float acc[kRowsPerWarp][MT];
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+    for (int m = 0; m < MT; ++m) acc[r][m] = 0.f;
+
+  for (; c < C; c += kStages * stride) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      const int cs = c + s * stride;
+      if (cs < C) {
+        float wf[kRowsPerWarp][8];
+#pragma unroll
+        for (int r = 0; r < kRowsPerWarp; ++r) unpack8(wb[s][r], wf[r]);
+        // Refill this stage with the chunk kStages·stride further on before the arithmetic, so
+        // the loads are in flight while it runs.
+        const int cn = cs + kStages * stride;
+        if (cn < C) {
+#pragma unroll
+          for (int r = 0; r < kRowsPerWarp; ++r) wb[s][r] = ld_weight(rows[r] + int64_t(cn) * 8);
+        }
+#pragma unroll
+        for (int m = 0; m < MT; ++m) {
+          if (m < M) {
+            float xf[8];
+            unpack8(*reinterpret_cast<const uint4*>(x + int64_t(m) * K + int64_t(cs) * 8), xf);
+#pragma unroll
+            for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+              for (int j = 0; j < 8; ++j) acc[r][m] = fmaf(wf[r][j], xf[j], acc[r][m]);
+          }
+        }
+      }
+    }
+  }
+
+  finish_unit<MT, OutT, E, false>(acc, out, aux, M, N, unit, ks, kpart, warp, lane);
+}
+
+// gemv_kernel for weights too big for one wave of its blocks. Units: a warp group's kRowsPerWarp
+// rows (per warp: its K share of them). The grid has at most one wave of blocks; block b's group g
+// takes units (b + j·gridDim.x)·groups + g for j < units_per_group,
 // and its lanes' load ring runs on from one unit's last chunks into the next unit's first, so a
 // weight too big for one wave streams without blocks draining and starting between units. Every
 // warp of a block makes the same number of steps (chunk steps past K and units past N are loads
 // skipped and stores dropped), so the ks > 1 reduction's block barriers line up.
-// kMulti: several units per group (units_per_group as given); otherwise exactly one, and the
-// compiler drops the cursor's unit changes (fewer registers for the one-wave shapes).
-template <int MT, int kStages, typename OutT, Epi E = Epi::Store, bool kMulti = false>
-__global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
-                                                        OutT* __restrict__ out, int M, int N, int K, int ks,
-                                                        uint32_t pf_row_bytes, const bf16* __restrict__ aux,
-                                                        int units_per_group_arg) {
-  const int units_per_group = kMulti ? units_per_group_arg : 1;
+template <int MT, int kStages, typename OutT, Epi E = Epi::Store>
+__global__ void __launch_bounds__(kThreads)
+    gemv_stream_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w, OutT* __restrict__ out, int M, int N,
+                       int K, int ks, uint32_t pf_row_bytes, const bf16* __restrict__ aux, int units_per_group) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int kpart = warp % ks, group = warp / ks, groups = kWarps / ks;
   const int C = K >> 3;
@@ -251,12 +323,11 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__
         }
         if (++k == steps) {
           k = 0;
-          if constexpr (kMulti) finish_unit<MT, OutT, E>(acc, out, aux, M, N, unit_of(j++), ks, kpart, warp, lane);
+          finish_unit<MT, OutT, E, true>(acc, out, aux, M, N, unit_of(j++), ks, kpart, warp, lane);
         }
       }
     }
   }
-  if constexpr (!kMulti) finish_unit<MT, OutT, E>(acc, out, aux, M, N, unit_of(0), ks, kpart, warp, lane);
 }
 
 // ---- tensor-core variant -------------------------------------------------------------------------
@@ -353,9 +424,9 @@ int occupancy(K kernel) {
   return std::max(b, 1);
 }
 
-bool gemv_persistent() {
+bool gemv_stream_enabled() {
   static const bool v = [] {
-    const char* e = std::getenv("GS_GEMV_PERSISTENT");
+    const char* e = std::getenv("GS_GEMV_STREAM");
     return !(e && e[0] == '0');
   }();
   return v;
@@ -395,26 +466,31 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
     return (N + rows_per_block - 1) / rows_per_block;
   };
   while (ks < kWarps && blocks_for(ks) < min_blocks_per_sm() * sms && C >= 32 * (2 * ks) * 2) ks *= 2;
-  const int blocks = blocks_for(ks);  // one unit per warp group
+  const int blocks = blocks_for(ks);
   // 4 stages in flight only when the whole grid is resident at once with them: measured on the
   // H200, 4 stages took E2B's down from 7.2 to 6.1 us (one wave either way) but its gate_up from
   // 9.5 to 12.4 us (768 blocks: one wave at 2 stages, two at 4).
   static const int occ4 = MT <= 2 ? occupancy(gemv_kernel<MT, 4, OutT, E>) : 0;
   static const int occ2 = occupancy(gemv_kernel<MT, 2, OutT, E>);
   const bool deep = MT <= 2 && blocks <= occ4 * sms;
-  // Beyond one wave (2 stages), for one and two rows: every warp group takes the same number of
-  // units (gemv_kernel) and the grid shrinks to the fewest blocks that cover them, so no block has
-  // a unit more. GS_GEMV_PERSISTENT=0 launches the waves instead (A/B runs).
-  static const int occ_multi = MT <= 2 ? occupancy(gemv_kernel<MT, 2, OutT, E, MT <= 2>) : 0;
-  const bool multi = MT <= 2 && !deep && blocks > occ2 * sms && gemv_persistent();
-  auto kernel = deep ? gemv_kernel<MT, (MT <= 2 ? 4 : 2), OutT, E>
-                     : multi ? gemv_kernel<MT, 2, OutT, E, MT <= 2> : gemv_kernel<MT, 2, OutT, E>;
-  const int blocks_per_sm = deep ? occ4 : multi ? occ_multi : occ2;
-  const int units_per_group = multi ? (blocks + blocks_per_sm * sms - 1) / (blocks_per_sm * sms) : 1;
-  const int grid = (blocks + units_per_group - 1) / units_per_group;
+  auto kernel = deep ? gemv_kernel<MT, (MT <= 2 ? 4 : 2), OutT, E> : gemv_kernel<MT, 2, OutT, E>;
+  const int blocks_per_sm = deep ? occ4 : occ2;
   const uint32_t pf = l2_prefetch_per_row(N, K, int64_t(blocks_per_sm) * sms * (kWarps / ks) * kRowsPerWarp);
-  launch_pdl("gemv_kernel", kernel, dim3(grid), dim3(kThreads), 0, stream, x, w, out, M, N, K, ks, pf, aux,
-             units_per_group);
+
+  if constexpr (MT <= 2) {
+    // Beyond one wave of 2-stage blocks, one and two rows stream: every warp group takes the same
+    // number of units and the grid shrinks to the fewest blocks that cover them, so no block has a
+    // unit more. GS_GEMV_STREAM=0 launches the waves instead (A/B runs).
+    static const int occ_stream = occupancy(gemv_stream_kernel<MT, 2, OutT, E>);
+    if (!deep && blocks > occ2 * sms && gemv_stream_enabled()) {
+      const int units_per_group = (blocks + occ_stream * sms - 1) / (occ_stream * sms);
+      const int grid = (blocks + units_per_group - 1) / units_per_group;
+      launch_pdl("gemv_stream_kernel", gemv_stream_kernel<MT, 2, OutT, E>, dim3(grid), dim3(kThreads), 0, stream, x,
+                 w, out, M, N, K, ks, pf, aux, units_per_group);
+      return;
+    }
+  }
+  launch_pdl("gemv_kernel", kernel, dim3(blocks), dim3(kThreads), 0, stream, x, w, out, M, N, K, ks, pf, aux);
 }
 
 // Off by default (kGemvMaxRows + 1): on the H200 the mma variant beat the FMA kernel from M = 4
