@@ -119,6 +119,47 @@ TEST_F(Gemv, FusedGeluEpiloguesMatchTheTwoOps) {
     }
 }
 
+// Weights too big for one wave of blocks stream through a grid of at most one wave whose warp
+// groups take several row groups each (gemv_stream.cuh). The sums are the waves' in the same
+// order, so both launches give the same bits, for each epilogue; and both match the cpu. Shapes:
+// E2B's gate_up (the K split in two), a double-wide one, rows that leave the last groups short or
+// empty, K off the chunk stride, and an LM head's worth of rows.
+TEST_F(Gemv, StreamingBeyondOneWaveGivesTheWavesBits) {
+  struct NK { int64_t n, k; };
+  auto bits = [&](const Tensor& t) { return download(*gpu, t); };
+  for (int64_t m : {1, 2})
+    for (NK s : {NK{12288, 1536}, NK{24576, 1536}, NK{24570, 1544}, NK{19001, 264}, NK{131072, 256}}) {
+      const std::string what = "M=" + std::to_string(m) + " N=" + std::to_string(s.n) + " K=" + std::to_string(s.k);
+      const float ws = 1.5f / std::sqrt(float(s.k));
+      auto x = random_bf16(m * s.k);
+      Tensor xc = cpu_act(x, {m, s.k}), xg = gpu_act(x, {m, s.k});
+      auto [wc, wg] = weight(random_bf16(s.n * s.k, -ws, ws), Shape{s.n, s.k});
+      auto aux = random_bf16(m * s.n);
+      Tensor auxg = gpu_act(aux, {m, s.n});
+      std::vector<float> out[2][3];
+      for (int streaming = 0; streaming < 2; ++streaming) {
+        cuda::gemv_set_streaming(streaming == 1);
+        Tensor plain = gpu_poisoned(DType::BF16, {m, s.n}), gelu = gpu_poisoned(DType::BF16, {m, s.n / 2});
+        Tensor with_aux = gpu_poisoned(DType::BF16, {m, s.n});
+        gpu->synchronize();
+        cuda::launch_gemv(xg.data, wg.data, plain.data, DType::BF16, m, s.n, s.k, nullptr);
+        cuda::launch_gemv_gelu_mul(xg.data, wg.data, gelu.data, m, s.n / 2, s.k, nullptr);
+        cuda::launch_gemv_gelu_mul_aux(xg.data, wg.data, auxg.data, with_aux.data, m, s.n, s.k, nullptr);
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+        out[streaming][0] = bits(plain), out[streaming][1] = bits(gelu), out[streaming][2] = bits(with_aux);
+        if (streaming == 1) {
+          Tensor oc = cpu->empty(DType::F32, {m, s.n});
+          cpu->matmul(xc, wc, oc);
+          expect_close(plain, oc, kBf16Tol, "streamed gemv " + what);
+        }
+      }
+      cuda::gemv_set_streaming(true);
+      EXPECT_EQ(out[1][0], out[0][0]) << "plain " << what;
+      EXPECT_EQ(out[1][1], out[0][1]) << "gelu_mul " << what;
+      EXPECT_EQ(out[1][2], out[0][2]) << "gelu_mul_aux " << what;
+    }
+}
+
 TEST_F(Gemv, RejectsWhatItCannotTake) {
   EXPECT_FALSE(cuda::gemv_supported(0, 8, 8, DType::BF16, nullptr, nullptr));
   EXPECT_FALSE(cuda::gemv_supported(cuda::kGemvMaxRows + 1, 8, 8, DType::BF16, nullptr, nullptr));

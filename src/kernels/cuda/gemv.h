@@ -3,7 +3,9 @@
 // (E2B's are 1.5-40 MB, 31B's 40-460 MB) and cuBLASLt spends most of a small one ramping up. This
 // kernel reads every weight byte once with 16-byte loads, each warp's dot products whole (no
 // split-K reduction kernel), and issues its first weight loads before pdl_wait(): weights do not
-// depend on the previous kernel, so under PDL they stream while that kernel finishes.
+// depend on the previous kernel, so under PDL they stream while that kernel finishes. A weight
+// too big for one wave of blocks (E2B's gate_up, the LM heads) streams through one wave whose warps
+// each take several row groups, their loads running on from one group into the next.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -44,5 +46,8 @@ void launch_gemv_gelu_mul_aux(const void* x, const void* w, const void* aux, voi
 void gemv_set_l2_prefetch_budget(int64_t bytes);
 // M from which the tensor-core variant runs instead of the FMA one (kGemvMaxRows + 1: never).
 void gemv_set_mma_min_rows(int m);
+// Whether one- and two-row weights too big for one wave of blocks stream through a grid of at most
+// one wave (default, unless GS_GEMV_STREAM=0) or run in waves. Both give the same bits.
+void gemv_set_streaming(bool on);
 
 }  // namespace gs::cuda
