@@ -43,7 +43,6 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int kpart = warp % ks, group = warp / ks, groups = kWarps / ks;
   const int unit = blockIdx.x * groups + group;
-  const int row0 = unit * kRowsPerWarp;
   const int C = K >> 3;
   const int stride = 32 * ks;
 
@@ -59,13 +58,7 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__
 #pragma unroll
     for (int r = 0; r < kRowsPerWarp; ++r)
       wb[s][r] = c + s * stride < C ? ld_weight(rows[r] + int64_t(c + s * stride) * 8) : make_uint4(0, 0, 0, 0);
-  if (pf_row_bytes && kpart == 0 && lane < kRowsPerWarp && row0 + lane < N) {
-    // The register loads above cover the row's first kStages·stride chunks.
-    const uint32_t skip = uint32_t(kStages * stride * 16), row_bytes = uint32_t(K) * 2;
-    const uint32_t end = min(pf_row_bytes, row_bytes);
-    const bf16* row = w + int64_t(weight_row<E>(unit, lane, N)) * K;
-    if (end > skip) prefetch_l2(reinterpret_cast<const char*>(row) + skip, end - skip);
-  }
+  prefetch_unit_rows<E, kStages>(w, unit, N, K, stride, pf_row_bytes, kpart, lane);
 
   pdl_wait();
   pdl_launch_dependents();

@@ -58,6 +58,18 @@ __device__ __forceinline__ void unpack8(const uint4& raw, float (&f)[8]) {
   }
 }
 
+// Before the wait: lanes 0..kRowsPerWarp-1 of a group's first warp ask L2 for up to pf_row_bytes
+// of their row of `unit`, past the first kStages·stride chunks that the register loads cover.
+template <Epi E, int kStages>
+__device__ __forceinline__ void prefetch_unit_rows(const bf16* w, int unit, int N, int K, int stride,
+                                                   uint32_t pf_row_bytes, int kpart, int lane) {
+  if (!pf_row_bytes || kpart != 0 || lane >= kRowsPerWarp || unit * kRowsPerWarp + lane >= N) return;
+  const uint32_t skip = uint32_t(kStages * stride * 16), row_bytes = uint32_t(K) * 2;
+  const uint32_t end = min(pf_row_bytes, row_bytes);
+  const bf16* row = w + int64_t(weight_row<E>(unit, lane, N)) * K;
+  if (end > skip) prefetch_l2(reinterpret_cast<const char*>(row) + skip, end - skip);
+}
+
 // A unit's end: the warp sums, the ks > 1 partials met in shared memory, the epilogue's stores.
 // Every warp of the block calls it at the same step. kReuse: another unit follows, so the
 // partials' buffer is freed by a second barrier and acc is zeroed.

@@ -54,13 +54,7 @@ __global__ void __launch_bounds__(kThreads)
   uint4 wb[kStages][kRowsPerWarp];
 #pragma unroll
   for (int s = 0; s < kStages; ++s) fill(wb[s]);
-  if (pf_row_bytes && kpart == 0 && lane < kRowsPerWarp && unit_of(0) * kRowsPerWarp + lane < N) {
-    // The register loads above cover the first unit's first kStages·stride chunks.
-    const uint32_t skip = uint32_t(kStages * stride * 16), row_bytes = uint32_t(K) * 2;
-    const uint32_t end = min(pf_row_bytes, row_bytes);
-    const bf16* row = w + int64_t(weight_row<E>(unit_of(0), lane, N)) * K;
-    if (end > skip) prefetch_l2(reinterpret_cast<const char*>(row) + skip, end - skip);
-  }
+  prefetch_unit_rows<E, kStages>(w, unit_of(0), N, K, stride, pf_row_bytes, kpart, lane);
 
   pdl_wait();
   pdl_launch_dependents();
