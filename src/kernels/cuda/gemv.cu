@@ -84,17 +84,7 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__
 #pragma unroll
           for (int r = 0; r < kRowsPerWarp; ++r) wb[s][r] = ld_weight(rows[r] + int64_t(cn) * 8);
         }
-#pragma unroll
-        for (int m = 0; m < MT; ++m) {
-          if (m < M) {
-            float xf[8];
-            unpack8(*reinterpret_cast<const uint4*>(x + int64_t(m) * K + int64_t(cs) * 8), xf);
-#pragma unroll
-            for (int r = 0; r < kRowsPerWarp; ++r)
-#pragma unroll
-              for (int j = 0; j < 8; ++j) acc[r][m] = fmaf(wf[r][j], xf[j], acc[r][m]);
-          }
-        }
+        accumulate_chunk<MT>(acc, wf, x, M, K, cs);
       }
     }
   }

@@ -70,6 +70,23 @@ __device__ __forceinline__ void prefetch_unit_rows(const bf16* w, int unit, int 
   if (end > skip) prefetch_l2(reinterpret_cast<const char*>(row) + skip, end - skip);
 }
 
+// acc[r][m] += the dot product of weight chunk wf[r] (8 values) with chunk cs of x row m, m < M.
+template <int MT>
+__device__ __forceinline__ void accumulate_chunk(float (&acc)[kRowsPerWarp][MT], const float (&wf)[kRowsPerWarp][8],
+                                                 const bf16* __restrict__ x, int M, int K, int cs) {
+#pragma unroll
+  for (int m = 0; m < MT; ++m) {
+    if (m < M) {
+      float xf[8];
+      unpack8(*reinterpret_cast<const uint4*>(x + int64_t(m) * K + int64_t(cs) * 8), xf);
+#pragma unroll
+      for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[r][m] = fmaf(wf[r][e], xf[e], acc[r][m]);
+    }
+  }
+}
+
 // A unit's end: the warp sums, the ks > 1 partials met in shared memory, the epilogue's stores.
 // Every warp of the block calls it at the same step. kReuse: another unit follows, so the
 // partials' buffer is freed by a second barrier and acc is zeroed.

@@ -79,19 +79,7 @@ __global__ void __launch_bounds__(kThreads)
         // Refill this stage kStages steps further on (possibly the next unit) before the
         // arithmetic, so the loads are in flight while it runs.
         fill(wb[s]);
-        if (cs < C) {
-#pragma unroll
-          for (int m = 0; m < MT; ++m) {
-            if (m < M) {
-              float xf[8];
-              unpack8(*reinterpret_cast<const uint4*>(x + int64_t(m) * K + int64_t(cs) * 8), xf);
-#pragma unroll
-              for (int r = 0; r < kRowsPerWarp; ++r)
-#pragma unroll
-                for (int e = 0; e < 8; ++e) acc[r][m] = fmaf(wf[r][e], xf[e], acc[r][m]);
-            }
-          }
-        }
+        if (cs < C) accumulate_chunk<MT>(acc, wf, x, M, K, cs);
         if (++k == steps) {
           k = 0;
           finish_unit<MT, OutT, E, true>(acc, out, aux, M, N, unit_of(j++), ks, kpart, warp, lane);
