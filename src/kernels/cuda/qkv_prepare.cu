@@ -92,7 +92,9 @@ __global__ void qkv_prepare_kernel(QkvArgs a) {
     if (rope && i < a.rotary_pairs) {
       float inv_freq = 1.0f / powf(a.theta, float(2 * i) / float(a.freq_dim));
       float ang = float(pos) * inv_freq;
-      float c = rnd<T>(cosf(ang)), s = rnd<T>(sinf(ang));
+      float s, c;
+      sincosf(ang, &s, &c);  // one range reduction for both (the full layers' heads have 256 pairs)
+      c = rnd<T>(c), s = rnd<T>(s);
       float y1 = rnd<T>(rnd<T>(n1 * c) + rnd<T>(-n2 * s));
       float y2 = rnd<T>(rnd<T>(n2 * c) + rnd<T>(n1 * s));
       n1 = y1, n2 = y2;
