@@ -7,9 +7,12 @@ adds to the step; the increments of a replay sum to its span (first start to las
 report takes the median over the replays of each graph for every node, then sums nodes by kernel
 name.
 
-usage: kernel_trace.py TRACE.csv [--names-only] [--sequence START COUNT] [--min-replays N]
+usage: kernel_trace.py TRACE.csv [--names-only] [--sequence START COUNT] [--layers-at NAME [--layer-offset K]]
   --names-only       group kernels by name without template arguments
   --sequence S N     also list nodes S..S+N-1 of the step in order (e.g. one layer)
+  --layers-at NAME   also split the step into layers, one starting K nodes after (K < 0: before)
+                     each kernel whose name starts with NAME, and print each layer's increments;
+                     e.g. --layers-at qkv_prepare --layer-offset -1 (a layer starts at its qkv GEMV)
 """
 import argparse
 import csv
@@ -56,7 +59,7 @@ def base_name(name):
     return name.split("<", 1)[0]
 
 
-def report(graph, reps, names_only, sequence):
+def report(graph, reps, names_only, sequence, layers_at=None, layer_offset=0):
     n = len(reps[0])
     inc = [[] for _ in range(n)]
     dur = [[] for _ in range(n)]
@@ -85,6 +88,18 @@ def report(graph, reps, names_only, sequence):
     print(f"  {'kernel':<70} {'calls':>5} {'adds us':>9} {'share':>6} {'median dur us':>13}")
     for key, (calls, total, durs) in sorted(groups.items(), key=lambda kv: -kv[1][1]):
         print(f"  {key[:70]:<70} {calls:>5} {total:>9.1f} {100 * total / span:>5.1f}% {statistics.median(durs):>13.2f}")
+    if layers_at:
+        starts = [i + layer_offset for i, r in enumerate(order) if r["name"].startswith(layers_at)]
+        starts = [i for i in starts if 0 <= i < n]
+        print(f"  {len(starts)} layers (increments in node order, us):")
+        for li, s in enumerate(starts):
+            e = starts[li + 1] if li + 1 < len(starts) else n
+            incs = med_inc[s:e]
+            print(f"    L{li:<3} {sum(incs):7.1f}  " + " ".join(f"{x:.1f}" for x in incs))
+        if starts:
+            first = starts[0]
+            print("    kernels of L0: " + " | ".join(base_name(order[i]["name"]) for i in
+                                                     range(first, starts[1] if len(starts) > 1 else n)))
     if sequence:
         s, c = sequence
         print(f"  nodes {s}..{s + c - 1} in order (median increment / duration, us):")
@@ -100,13 +115,15 @@ def main():
     ap.add_argument("--names-only", action="store_true")
     ap.add_argument("--sequence", type=int, nargs=2, metavar=("START", "COUNT"))
     ap.add_argument("--min-replays", type=int, default=5)
+    ap.add_argument("--layers-at")
+    ap.add_argument("--layer-offset", type=int, default=0)
     a = ap.parse_args()
     graphs = replays_by_graph(load(a.trace))
     shown = 0
     for g, reps in sorted(graphs.items()):
         if len(reps) < a.min_replays:
             continue
-        report(g, reps, a.names_only, a.sequence)
+        report(g, reps, a.names_only, a.sequence, a.layers_at, a.layer_offset)
         shown += 1
     if not shown:
         print(f"kernel_trace: no graph replayed {a.min_replays} times or more in {a.trace}", file=sys.stderr)
