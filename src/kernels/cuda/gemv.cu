@@ -64,10 +64,7 @@ __global__ void __launch_bounds__(kThreads) gemv_kernel(const bf16* __restrict__
   pdl_launch_dependents();
 
   float acc[kRowsPerWarp][MT];
-#pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r)
-#pragma unroll
-    for (int m = 0; m < MT; ++m) acc[r][m] = 0.f;
+  zero(acc);
 
   for (; c < C; c += kStages * stride) {
 #pragma unroll

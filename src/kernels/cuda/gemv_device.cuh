@@ -70,6 +70,14 @@ __device__ __forceinline__ void prefetch_unit_rows(const bf16* w, int unit, int 
   if (end > skip) prefetch_l2(reinterpret_cast<const char*>(row) + skip, end - skip);
 }
 
+template <int MT>
+__device__ __forceinline__ void zero(float (&acc)[kRowsPerWarp][MT]) {
+#pragma unroll
+  for (int r = 0; r < kRowsPerWarp; ++r)
+#pragma unroll
+    for (int m = 0; m < MT; ++m) acc[r][m] = 0.f;
+}
+
 // acc[r][m] += the dot product of weight chunk wf[r] (8 values) with chunk cs of x row m, m < M.
 template <int MT>
 __device__ __forceinline__ void accumulate_chunk(float (&acc)[kRowsPerWarp][MT], const float (&wf)[kRowsPerWarp][8],
@@ -155,12 +163,7 @@ __device__ __forceinline__ void finish_unit(float (&acc)[kRowsPerWarp][MT], OutT
           }
     }
   }
-  if constexpr (kReuse) {
-#pragma unroll
-    for (int r = 0; r < kRowsPerWarp; ++r)
-#pragma unroll
-      for (int m = 0; m < MT; ++m) acc[r][m] = 0.f;
-  }
+  if constexpr (kReuse) zero(acc);
 }
 
 }  // namespace gs::cuda::gemv_impl

@@ -60,10 +60,7 @@ __global__ void __launch_bounds__(kThreads)
   pdl_launch_dependents();
 
   float acc[kRowsPerWarp][MT];
-#pragma unroll
-  for (int r = 0; r < kRowsPerWarp; ++r)
-#pragma unroll
-    for (int m = 0; m < MT; ++m) acc[r][m] = 0.f;
+  zero(acc);
 
   // The consume cursor: unit j, step k.
   int j = 0, k = 0;
