@@ -4,6 +4,7 @@
 #pragma once
 #include <nlohmann/json_fwd.hpp>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,13 @@ struct RopeSpec {
   int rotary_pairs = 128;
   int freq_dim = 256;
 };
+
+// The f32 inverse frequency of rotary pair i (< rotary_pairs), as the reference computes it. Both
+// backends take it from here (the cuda one as a table made on the host), so they rotate by the
+// same frequencies.
+inline float rope_inv_freq(const RopeSpec& rope, int i) {
+  return 1.0f / std::pow(rope.theta, float(2 * i) / float(rope.freq_dim));
+}
 
 struct LayerSpec {
   LayerType type = LayerType::Sliding;

@@ -23,7 +23,7 @@ inline int64_t kv_offset(const KvPool& kv, int cache_layer, int64_t slot, int he
 void rope_tables(const RopeSpec& rope, int pos, int half, float* cos_out, float* sin_out) {
   for (int i = 0; i < half; ++i) {
     float inv = 0.f;
-    if (i < rope.rotary_pairs) inv = 1.0f / std::pow(rope.theta, float(2 * i) / float(rope.freq_dim));
+    if (i < rope.rotary_pairs) inv = rope_inv_freq(rope, i);
     const float angle = float(pos) * inv;
     cos_out[i] = std::cos(angle);
     sin_out[i] = std::sin(angle);

@@ -4,7 +4,16 @@
 // both halves and the rotation needs no data exchange between lanes; only the sum of squares of
 // the norm is a warp reduction. Numerics follow the reference: the normed vector is stored in the
 // activation dtype, cos/sin are computed in f32 and rounded to it, and each product of the
-// rotation and their sum are rounded again.
+// rotation and their sum are rounded again. The inverse frequencies come from a table made on the
+// host (rope_inv_freq, the cpu backend's), loaded before the PDL wait: a powf per element was
+// ~1% of an E2B decode step.
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/launch_util.h"
 #include "kernels/cuda/qkv_prepare.h"
@@ -29,6 +38,7 @@ struct QkvArgs {
   void* v_cache;
   float theta;
   int rotary_pairs, freq_dim;
+  const float* inv_freq;  // [rotary_pairs]; null: computed here (a call captured before any table)
 };
 
 template <typename T, int E>
@@ -45,12 +55,13 @@ __global__ void qkv_prepare_kernel(QkvArgs a) {
   // (a few warps, latency-bound) their round trip overlaps the previous kernel's tail.
   const void* w = is_q ? a.q_norm_w : is_k ? a.k_norm_w : nullptr;
   const bool w_f32 = is_q ? a.q_norm_f32 : a.k_norm_f32;
-  float w1[E], w2[E];
+  float w1[E], w2[E], freq[E];
 #pragma unroll
   for (int e = 0; e < E; ++e) {
     const int i = lane * E + e;
     w1[e] = live && w ? load_weight(w, w_f32, i) : 1.f;
     w2[e] = live && w ? load_weight(w, w_f32, i + half) : 1.f;
+    freq[e] = live && a.inv_freq && i < a.rotary_pairs ? a.inv_freq[i] : 0.f;
   }
   pdl_enter();
   if (!live) return;
@@ -90,8 +101,8 @@ __global__ void qkv_prepare_kernel(QkvArgs a) {
     // (x·inv)·w as the reference multiplies; w = 1 (v_norm, no weight) leaves the product exact.
     float n1 = rnd<T>(x1[e] * inv * w1[e]), n2 = rnd<T>(x2[e] * inv * w2[e]);
     if (rope && i < a.rotary_pairs) {
-      float inv_freq = 1.0f / powf(a.theta, float(2 * i) / float(a.freq_dim));
-      float ang = float(pos) * inv_freq;
+      const float inv_freq = a.inv_freq ? freq[e] : 1.0f / powf(a.theta, float(2 * i) / float(a.freq_dim));
+      const float ang = float(pos) * inv_freq;
       float s, c;
       sincosf(ang, &s, &c);  // one range reduction for both (the full layers' heads have 256 pairs)
       c = rnd<T>(c), s = rnd<T>(s);
@@ -102,6 +113,38 @@ __global__ void qkv_prepare_kernel(QkvArgs a) {
     dst[i] = from_f32<T>(n1);
     dst[i + half] = from_f32<T>(n2);
   }
+}
+
+// One table of rope_inv_freq per (device, spec), made on the first call that is not being captured
+// (no allocation then; the engine runs every step shape eagerly before it captures it) and kept
+// for the process: a few hundred bytes per spec.
+const float* inv_freq_table(const RopeSpec& rope, cudaStream_t stream) {
+  if (rope.rotary_pairs <= 0) return nullptr;
+  int dev = 0;
+  GS_CUDA_CHECK(cudaGetDevice(&dev));
+  uint32_t theta_bits = 0;
+  std::memcpy(&theta_bits, &rope.theta, sizeof theta_bits);
+  const auto key = std::make_tuple(dev, theta_bits, rope.rotary_pairs, rope.freq_dim);
+  struct Table {
+    std::vector<float> host;  // the copy's source, alive until the process ends
+    float* device = nullptr;
+  };
+  static std::mutex mu;
+  static std::map<decltype(key), Table> tables;
+  std::lock_guard<std::mutex> lock(mu);
+  if (auto it = tables.find(key); it != tables.end()) return it->second.device;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  GS_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
+  if (capture != cudaStreamCaptureStatusNone) return nullptr;
+  Table t;
+  t.host.resize(size_t(rope.rotary_pairs));
+  for (int i = 0; i < rope.rotary_pairs; ++i) t.host[size_t(i)] = rope_inv_freq(rope, i);
+  GS_CUDA_CHECK(cudaMalloc(&t.device, t.host.size() * sizeof(float)));
+  GS_CUDA_CHECK(cudaMemcpyAsync(t.device, t.host.data(), t.host.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
+  // Once per spec: the kernels read the table before their PDL wait, which orders them after the
+  // previous kernel but not necessarily after a copy.
+  GS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return tables.emplace(key, std::move(t)).first->second.device;
 }
 
 }  // namespace
@@ -156,6 +199,7 @@ void launch_qkv_prepare(const Tensor& qkv, QkvLayout layout, const AttentionPara
     a.v_cache = static_cast<char*>(pool.v.data) + size_t(cache_layer) * layer_elems * es;
   }
   if (T == 0) return;
+  a.inv_freq = inv_freq_table(rope, stream);
   const int jobs = nq + (has_kv ? 2 * nkv : 0);
   const int warps = 4;
   const unsigned grid = unsigned((int64_t(T) * jobs + warps - 1) / warps);
