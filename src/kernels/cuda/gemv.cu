@@ -8,11 +8,11 @@
 // ks > 1 only when N is too small to give every SM a few blocks; the ks partial sums meet in
 // shared memory inside the block, so there is never a second kernel.
 //
-// Before pdl_wait() a lane loads its first kStages chunks of each row into registers and lanes
-// 0-3 of a group ask L2 to prefetch more of their row (cp.async.bulk.prefetch, capped so the
-// resident blocks together stay within a budget well under the 50 MB L2). That is the point of
-// the kernel under PDL: the previous kernel's tail and this kernel's launch overlap its first
-// weight bytes. Then it waits, releases the next kernel and streams the rest.
+// Before pdl_wait() a lane loads its first kStages chunks of each row into registers (and, with a
+// budget set, lanes 0-3 of a group ask L2 to prefetch more of their row: off by default, see
+// g_l2_budget). That is the point of the kernel under PDL: the previous kernel's tail and this
+// kernel's launch overlap its first weight bytes. Then it waits, releases the next kernel and
+// streams the rest.
 #include "kernels/cuda/gemv.h"
 
 #include <algorithm>
@@ -30,7 +30,13 @@ namespace {
 
 using namespace gemv_impl;
 
-int64_t g_l2_budget = int64_t(16) << 20;
+// The L2 bulk prefetch before the wait is off by default since 2026-11-27: in the decode step it
+// queued ahead of the small kernels' reads (E2B batch 1 2.00 -> 1.95 ms, E4B 3.33 -> 3.28 without
+// it; H200, docs/perf/decode.md). GS_GEMV_L2_PREFETCH_MB (A/B runs) sets a budget.
+int64_t g_l2_budget = [] {
+  const char* e = std::getenv("GS_GEMV_L2_PREFETCH_MB");
+  return e && *e ? int64_t(std::atof(e) * (1 << 20)) : int64_t(0);
+}();
 
 // MT: compile-time bound on M (M <= MT; rows m >= M are skipped, never read). kStages: chunks per
 // row each lane has in flight (kRowsPerWarp·kStages·16 B); the host picks 4 only where the grid

@@ -42,7 +42,7 @@ void launch_gemv_gelu_mul_aux(const void* x, const void* w, const void* aux, voi
 
 // Knobs for benchmarks only (the defaults are what the backend runs): the bytes of each weight
 // row the block asks L2 to prefetch before its wait (cp.async.bulk.prefetch), as a total budget
-// over the blocks resident at once; 0 turns the L2 prefetch off.
+// over the blocks resident at once; 0 (the default since 2026-11-27) turns the L2 prefetch off.
 void gemv_set_l2_prefetch_budget(int64_t bytes);
 // M from which the tensor-core variant runs instead of the FMA one (kGemvMaxRows + 1: never).
 void gemv_set_mma_min_rows(int m);
