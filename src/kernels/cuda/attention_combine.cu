@@ -12,14 +12,28 @@
 namespace gs::cuda::attn {
 namespace {
 
-// One CTA per row, four output columns per thread (16-byte loads of the f32 partials).
+// One CTA per row, four output columns per thread (16-byte loads of the f32 partials). A thread
+// loads its columns of every split before the split weights are known (they do not depend on
+// them), so the kernel waits for one L2 round trip whatever the number of splits; combine_cols,
+// which the fused path keeps, loads them in batches of 8 (a full layer's 32 splits at batch 1:
+// four round trips). The sum is combine_cols', in split order, bit for bit.
 template <int HD>
 __global__ void __launch_bounds__(HD / 4) attention_combine_kernel(const TileArgs a) {
   pdl_enter();
   __shared__ float w[2 * kMaxCombineSplits + 1];
-  if (threadIdx.x < 32) combine_weights(a, blockIdx.x, w, w + kMaxCombineSplits, w + 2 * kMaxCombineSplits);
+  const int64_t rows = int64_t(a.num_tokens) * a.num_q_heads, row = blockIdx.x;
+  const int col = threadIdx.x * 4;
+  float4 part[kMaxCombineSplits];
+#pragma unroll
+  for (int s = 0; s < kMaxCombineSplits; ++s)
+    if (s < a.num_splits) part[s] = __ldcg(reinterpret_cast<const float4*>(a.part_o + (s * rows + row) * HD + col));
+  if (threadIdx.x < 32) combine_weights(a, row, w, w + kMaxCombineSplits, w + 2 * kMaxCombineSplits);
   __syncthreads();
-  combine_cols<HD>(a, blockIdx.x, threadIdx.x * 4, w, w[2 * kMaxCombineSplits]);
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+  for (int s = 0; s < kMaxCombineSplits; ++s)
+    if (s < a.num_splits && w[s] != 0.f) combine_add(acc, w[s], part[s]);  // a split that saw no key adds nothing
+  combine_store<HD>(a, row, col, acc, w[2 * kMaxCombineSplits]);
 }
 
 }  // namespace

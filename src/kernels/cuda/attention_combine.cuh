@@ -43,6 +43,24 @@ __device__ __forceinline__ void combine_weights(const TileArgs& a, int64_t row, 
   }
 }
 
+// acc += ws · o, the step of a column quad's sum (kept in one place: both combines add in split order
+// with exactly these operations, so their outputs are bit-identical).
+__device__ __forceinline__ void combine_add(float4& acc, float ws, const float4& o) {
+  acc.x = fmaf(ws, o.x, acc.x), acc.y = fmaf(ws, o.y, acc.y);
+  acc.z = fmaf(ws, o.z, acc.z), acc.w = fmaf(ws, o.w, acc.w);
+}
+
+// Columns [col, col + 4) of row `row` scaled by inv, as bf16.
+template <int HD>
+__device__ __forceinline__ void combine_store(const TileArgs& a, int64_t row, int col, const float4& acc, float inv) {
+  __nv_bfloat162 lo = __floats2bfloat162_rn(acc.x * inv, acc.y * inv);
+  __nv_bfloat162 hi = __floats2bfloat162_rn(acc.z * inv, acc.w * inv);
+  uint2 packed;
+  packed.x = *reinterpret_cast<uint32_t*>(&lo);
+  packed.y = *reinterpret_cast<uint32_t*>(&hi);
+  *reinterpret_cast<uint2*>(a.out + row * HD + col) = packed;
+}
+
 // Columns [col, col + 4) of row `row`: Σ_s w[s]·O_s · inv, in split order, written as bf16.
 template <int HD>
 __device__ __forceinline__ void combine_cols(const TileArgs& a, int64_t row, int col, const float* w, float inv) {
@@ -57,15 +75,9 @@ __device__ __forceinline__ void combine_cols(const TileArgs& a, int64_t row, int
     // split that saw no key adds nothing, not 0 · (whatever it left there).
     const float4 o = __ldcg(reinterpret_cast<const float4*>(a.part_o + (s * rows + row) * HD + col));
     if (ws == 0.f) continue;
-    acc.x = fmaf(ws, o.x, acc.x), acc.y = fmaf(ws, o.y, acc.y);
-    acc.z = fmaf(ws, o.z, acc.z), acc.w = fmaf(ws, o.w, acc.w);
+    combine_add(acc, ws, o);
   }
-  __nv_bfloat162 lo = __floats2bfloat162_rn(acc.x * inv, acc.y * inv);
-  __nv_bfloat162 hi = __floats2bfloat162_rn(acc.z * inv, acc.w * inv);
-  uint2 packed;
-  packed.x = *reinterpret_cast<uint32_t*>(&lo);
-  packed.y = *reinterpret_cast<uint32_t*>(&hi);
-  *reinterpret_cast<uint2*>(a.out + row * HD + col) = packed;
+  combine_store<HD>(a, row, col, acc, inv);
 }
 
 // Called by every thread of a split CTA after it wrote its partials (a.split_counters set and

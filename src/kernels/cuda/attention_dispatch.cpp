@@ -38,7 +38,15 @@ constexpr int kMaxSplits = 32;  // the combine takes one lane per split (attenti
 // the 128-row wgmma hd256 CTAs can need more, which the workspace check in plan_attention turns
 // into fewer splits.
 constexpr int kSplitCtaBudget = 512;
-constexpr int kMinTilesPerSplit = 2;
+// Key tiles a split keeps at least; GS_ATTN_MIN_TILES (A/B runs) overrides it.
+static int min_tiles_per_split() {
+  static const int v = [] {
+    const char* e = std::getenv("GS_ATTN_MIN_TILES");
+    const int n = e && *e ? std::atoi(e) : 0;
+    return n > 0 ? n : 2;
+  }();
+  return v;
+}
 
 size_t partial_bytes(int64_t splits, int64_t tokens, int64_t q_heads, int64_t head_dim) {
   return size_t(splits * tokens * q_heads * (head_dim + 2) * 4);
@@ -320,7 +328,7 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
       visible = std::min<int64_t>(visible, int64_t(p.sliding_window) + batch.max_q_len);
     const int64_t key_tiles = (visible + info.keys - 1) / info.keys;
     const int64_t max_splits = std::min<int64_t>(
-        {max_splits_knob(), kMaxSplits, key_tiles / kMinTilesPerSplit, kSplitCtaBudget / ctas});
+        {max_splits_knob(), kMaxSplits, key_tiles / min_tiles_per_split(), kSplitCtaBudget / ctas});
     splits = choose_splits(ctas, int64_t(sm_count()) * per_sm, max_splits);
     while (splits > 1 && partial_bytes(splits, batch.num_tokens, p.num_q_heads, hd) > workspace_bytes) --splits;
   }
