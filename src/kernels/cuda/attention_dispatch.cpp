@@ -10,7 +10,7 @@
 //   split-d decode kernel of attention_decode.cuh);
 // - the key range is split (flash-decoding) when that shortens the launch: the number of splits
 //   minimises (waves of CTAs) / splits, i.e. fills the SMs without a ragged last wave, each split
-//   keeping at least two key tiles, within the workspace the caller provides; the combine kernel
+//   keeping at least two key tiles (one for narrow tiles), within the workspace the caller provides; the combine kernel
 //   merges them (the mma.sync kernels can also merge in their last split CTA: CombineMode::Fused).
 #include "kernels/cuda/attention.h"
 
@@ -38,14 +38,18 @@ constexpr int kMaxSplits = 32;  // the combine takes one lane per split (attenti
 // the 128-row wgmma hd256 CTAs can need more, which the workspace check in plan_attention turns
 // into fewer splits.
 constexpr int kSplitCtaBudget = 512;
-// Key tiles a split keeps at least; GS_ATTN_MIN_TILES (A/B runs) overrides it.
-static int min_tiles_per_split() {
-  static const int v = [] {
+// Key tiles a split keeps at least: one for the narrow (decode) tiles, two otherwise.
+// GS_ATTN_MIN_TILES (A/B runs) overrides both. A decode CTA is latency-bound: each key tile costs it
+// ~1.4 us of barriers, shared-memory round trips and softmax at hd256, so splits of one tile
+// (and a combine that waits for one L2 round trip whatever the splits) finish soonest: E2B's
+// sliding layers 5.8 -> 3.0 us of attention a layer, the batch-1 step 1.90 -> 1.83 ms (H200,
+// 2026-11-27, docs/perf/decode.md).
+static int min_tiles_per_split(bool narrow) {
+  static const int knob = [] {
     const char* e = std::getenv("GS_ATTN_MIN_TILES");
-    const int n = e && *e ? std::atoi(e) : 0;
-    return n > 0 ? n : 2;
+    return e && *e ? std::atoi(e) : 0;
   }();
-  return v;
+  return knob > 0 ? knob : narrow ? 1 : 2;
 }
 
 size_t partial_bytes(int64_t splits, int64_t tokens, int64_t q_heads, int64_t head_dim) {
@@ -328,7 +332,7 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
       visible = std::min<int64_t>(visible, int64_t(p.sliding_window) + batch.max_q_len);
     const int64_t key_tiles = (visible + info.keys - 1) / info.keys;
     const int64_t max_splits = std::min<int64_t>(
-        {max_splits_knob(), kMaxSplits, key_tiles / min_tiles_per_split(), kSplitCtaBudget / ctas});
+        {max_splits_knob(), kMaxSplits, key_tiles / min_tiles_per_split(rows <= 16), kSplitCtaBudget / ctas});
     splits = choose_splits(ctas, int64_t(sm_count()) * per_sm, max_splits);
     while (splits > 1 && partial_bytes(splits, batch.num_tokens, p.num_q_heads, hd) > workspace_bytes) --splits;
   }
