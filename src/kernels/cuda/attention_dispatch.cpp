@@ -10,9 +10,8 @@
 //   split-d decode kernel of attention_decode.cuh);
 // - the key range is split (flash-decoding) when that shortens the launch: the number of splits
 //   minimises (waves of CTAs) / splits, i.e. fills the SMs without a ragged last wave, each split
-//   keeping at least two key tiles (narrow tiles: one), within the workspace the caller provides;
-//   the combine kernel merges them (the mma.sync kernels can also merge in their last split CTA:
-//   CombineMode::Fused).
+//   keeping at least two key tiles (one for narrow tiles), within the workspace the caller provides; the combine kernel
+//   merges them (the mma.sync kernels can also merge in their last split CTA: CombineMode::Fused).
 #include "kernels/cuda/attention.h"
 
 #include <algorithm>
@@ -247,17 +246,7 @@ static TileKernel choose_kernel(int head_dim, int64_t rows, int group, bool visi
       return hd512_persistent_knob() ? TileKernel::Hd512WgmmaPairPersistent : TileKernel::Hd512WgmmaSerialTmaPair;
   }
   if (head_dim == 256) return narrow ? TileKernel::Hd256Narrow : TileKernel::Hd256WideQuad;
-  if (narrow) {  // GS_ATTN_HD512_DECODE=two|fine|deep (A/B runs)
-    static const std::string o = [] {
-      const char* e = std::getenv("GS_ATTN_HD512_DECODE");
-      return std::string(e ? e : "");
-    }();
-    if (o == "two") return TileKernel::Hd512Split8Two;
-    if (o == "fine") return TileKernel::Hd512Split8Fine;
-    if (o == "deep") return TileKernel::Hd512Split8;
-    return TileKernel::Hd512Split8Pair;
-  }
-  return TileKernel::Hd512Wide;
+  return narrow ? TileKernel::Hd512Split8Pair : TileKernel::Hd512Wide;
 }
 
 // GS_ATTN_MAX_SPLITS caps the splits (A/B runs; unset or 0: no cap).

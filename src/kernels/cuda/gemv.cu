@@ -158,21 +158,11 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
     // Beyond one wave of 2-stage blocks, one and two rows stream: every warp group takes the same
     // number of units and the grid shrinks to the fewest blocks that cover them, so no block has a
     // unit more.
-    // GS_GEMV_STREAM_STAGES=3|4 (A/B runs).
-    static const int stages = [] {
-      const char* e = std::getenv("GS_GEMV_STREAM_STAGES");
-      return e && *e ? std::atoi(e) : 2;
-    }();
     static const int occ_stream = occupancy(gemv_stream_kernel<MT, 2, OutT, E>);
-    static const int occ_stream3 = occupancy(gemv_stream_kernel<MT, 3, OutT, E>);
-    static const int occ_stream4 = occupancy(gemv_stream_kernel<MT, 4, OutT, E>);
     if (!deep && blocks > occ2 * sms && g_streaming) {
-      const int occ = stages == 3 ? occ_stream3 : stages == 4 ? occ_stream4 : occ_stream;
-      const int units_per_group = (blocks + occ * sms - 1) / (occ * sms);
+      const int units_per_group = (blocks + occ_stream * sms - 1) / (occ_stream * sms);
       const int grid = (blocks + units_per_group - 1) / units_per_group;
-      auto kernel = stages == 3 ? gemv_stream_kernel<MT, 3, OutT, E>
-                    : stages == 4 ? gemv_stream_kernel<MT, 4, OutT, E> : gemv_stream_kernel<MT, 2, OutT, E>;
-      launch_pdl("gemv_stream_kernel", kernel, dim3(grid), dim3(kThreads), 0, stream, x,
+      launch_pdl("gemv_stream_kernel", gemv_stream_kernel<MT, 2, OutT, E>, dim3(grid), dim3(kThreads), 0, stream, x,
                  w, out, M, N, K, ks, pf, aux, units_per_group);
       return;
     }
