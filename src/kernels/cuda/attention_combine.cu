@@ -13,27 +13,37 @@ namespace gs::cuda::attn {
 namespace {
 
 // One CTA per row, four output columns per thread (16-byte loads of the f32 partials). A thread
-// loads its columns of every split before the split weights are known (they do not depend on
-// them), so the kernel waits for one L2 round trip whatever the number of splits; combine_cols,
-// which the fused path keeps, loads them in batches of 8 (a full layer's 32 splits at batch 1:
-// four round trips). The sum is combine_cols', in split order, bit for bit.
+// loads its columns of 32 splits at a time, the first 32 before the split weights are known (they
+// do not depend on them), so up to 32 splits cost one L2 round trip; combine_cols, which the
+// fused path keeps, loads them in batches of 8. The sum is combine_cols', in split order, bit for
+// bit.
 template <int HD>
 __global__ void __launch_bounds__(HD / 4) attention_combine_kernel(const TileArgs a) {
+  constexpr int kBatch = 32;
   pdl_enter();
-  __shared__ float w[2 * kMaxCombineSplits + 1];
+  __shared__ float w[kMaxCombineSplits + 1];
   const int64_t rows = int64_t(a.num_tokens) * a.num_q_heads, row = blockIdx.x;
   const int col = threadIdx.x * 4;
-  float4 part[kMaxCombineSplits];
+  float4 part[kBatch];
+  auto load_batch = [&](int s0) {
 #pragma unroll
-  for (int s = 0; s < kMaxCombineSplits; ++s)
-    if (s < a.num_splits) part[s] = __ldcg(reinterpret_cast<const float4*>(a.part_o + (s * rows + row) * HD + col));
-  if (threadIdx.x < 32) combine_weights(a, row, w, w + kMaxCombineSplits, w + 2 * kMaxCombineSplits);
+    for (int j = 0; j < kBatch; ++j)
+      if (s0 + j < a.num_splits)
+        part[j] = __ldcg(reinterpret_cast<const float4*>(a.part_o + ((s0 + j) * rows + row) * HD + col));
+  };
+  load_batch(0);
+  if (threadIdx.x < 32) combine_weights(a, row, w, w + kMaxCombineSplits);
   __syncthreads();
   float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int s0 = 0;;) {
 #pragma unroll
-  for (int s = 0; s < kMaxCombineSplits; ++s)
-    if (s < a.num_splits && w[s] != 0.f) combine_add(acc, w[s], part[s]);  // a split that saw no key adds nothing
-  combine_store<HD>(a, row, col, acc, w[2 * kMaxCombineSplits]);
+    for (int j = 0; j < kBatch; ++j)  // a split that saw no key adds nothing
+      if (s0 + j < a.num_splits && w[s0 + j] != 0.f) combine_add(acc, w[s0 + j], part[j]);
+    s0 += kBatch;
+    if (s0 >= a.num_splits) break;
+    load_batch(s0);
+  }
+  combine_store<HD>(a, row, col, acc, w[kMaxCombineSplits]);
 }
 
 }  // namespace

@@ -17,30 +17,42 @@
 
 namespace gs::cuda::attn {
 
-constexpr int kMaxCombineSplits = 32;  // one lane per split in combine_weights
+constexpr int kMaxCombineSplits = kMaxAttentionSplits;
+constexpr int kCombineSplitsPerLane = kMaxCombineSplits / 32;  // of the warp in combine_weights
 
-// Split weights of packed output row `row` (t·Nq + head), computed by one whole warp (lane =
-// split): w[s] = 2^(m_s − M) (0 for a split that saw no key) and *inv = 1 / Σ_s w[s]·l_s, the
-// sum taken in split order by lane 0. Partials are read with ld.global.cg (L2, not L1): in the
-// fused path other CTAs wrote them.
-__device__ __forceinline__ void combine_weights(const TileArgs& a, int64_t row, float* w, float* lv, float* inv) {
+// Split weights of packed output row `row`, computed by one whole warp (lane l: splits l, l + 32,
+// ...): w[s] = 2^(m_s − M) (0 for a split that saw no key) and *inv = 1 / Σ_s w[s]·l_s, the sum
+// taken as each lane's splits in order and then a warp sum: a fixed order, and both combines call
+// this, so they agree bit for bit. Partials are read with ld.global.cg (L2, not L1): in the fused
+// path other CTAs wrote them.
+__device__ __forceinline__ void combine_weights(const TileArgs& a, int64_t row, float* w, float* inv) {
   const int lane = threadIdx.x & 31;
   const int64_t rows = int64_t(a.num_tokens) * a.num_q_heads;
-  const bool has = lane < a.num_splits;
-  const int64_t prow = int64_t(lane) * rows + row;
-  const float m = has ? __ldcg(a.part_ml + 2 * prow) : -INFINITY;
-  const float l_s = has ? __ldcg(a.part_ml + 2 * prow + 1) : 0.f;
-  float m_max = m;
+  float m[kCombineSplitsPerLane], l[kCombineSplitsPerLane];
+  float m_max = -INFINITY;
+#pragma unroll
+  for (int j = 0; j < kCombineSplitsPerLane; ++j) {
+    const int s = lane + 32 * j;
+    const bool has = s < a.num_splits;
+    const int64_t prow = int64_t(s) * rows + row;
+    m[j] = has ? __ldcg(a.part_ml + 2 * prow) : -INFINITY;
+    l[j] = has ? __ldcg(a.part_ml + 2 * prow + 1) : 0.f;
+    m_max = fmaxf(m_max, m[j]);
+  }
 #pragma unroll
   for (int off = 16; off >= 1; off >>= 1) m_max = fmaxf(m_max, __shfl_xor_sync(0xffffffffu, m_max, off));
-  const float ws = (m_max != -INFINITY && m != -INFINITY) ? exp2f(m - m_max) : 0.f;
-  if (has) w[lane] = ws, lv[lane] = l_s;
-  __syncwarp();
-  if (lane == 0) {
-    float l = 0.f;
-    for (int s = 0; s < a.num_splits; ++s) l = fmaf(w[s], lv[s], l);
-    *inv = l > 0.f ? 1.f / l : 0.f;
+  float l_sum = 0.f;
+#pragma unroll
+  for (int j = 0; j < kCombineSplitsPerLane; ++j) {
+    const int s = lane + 32 * j;
+    const float ws = (m_max != -INFINITY && m[j] != -INFINITY) ? exp2f(m[j] - m_max) : 0.f;
+    if (s < a.num_splits) w[s] = ws;
+    l_sum = fmaf(ws, l[j], l_sum);
   }
+#pragma unroll
+  for (int off = 16; off >= 1; off >>= 1) l_sum += __shfl_xor_sync(0xffffffffu, l_sum, off);
+  if (lane == 0) *inv = l_sum > 0.f ? 1.f / l_sum : 0.f;
+  __syncwarp();
 }
 
 // acc += ws · o, the step of a column quad's sum (kept in one place: both combines add in split order
@@ -83,7 +95,7 @@ __device__ __forceinline__ void combine_cols(const TileArgs& a, int64_t row, int
 // Called by every thread of a split CTA after it wrote its partials (a.split_counters set and
 // num_splits > 1). Rows [row0, row0 + BM) of the packed rows of sequence `seq` (tokens from q0,
 // `rows` packed rows in all), KV head kvh; the grid is (q_tiles, kv_heads · splits, seqs).
-// `scratch`: BM · (2·kMaxCombineSplits + 1) floats of shared memory the kernel no longer uses.
+// `scratch`: BM · (kMaxCombineSplits + 1) floats of shared memory the kernel no longer uses.
 template <int HD, int BM, int NT>
 __device__ __forceinline__ void combine_if_last(const TileArgs& a, int seq, int q_tile, int kvh, int row0, int rows,
                                                 int q0, float* scratch) {
@@ -100,7 +112,7 @@ __device__ __forceinline__ void combine_if_last(const TileArgs& a, int seq, int 
   __syncthreads();
   if (!s_last) return;
   __threadfence();  // the other splits' partials, published before their increments
-  constexpr int kStride = 2 * kMaxCombineSplits + 1;
+  constexpr int kStride = kMaxCombineSplits + 1;
   const int n = min(BM, rows - row0);
   auto packed_row = [&](int r) {
     const int pr = row0 + r;
@@ -108,13 +120,13 @@ __device__ __forceinline__ void combine_if_last(const TileArgs& a, int seq, int 
   };
   for (int r = threadIdx.x >> 5; r < n; r += NT / 32) {
     float* sw = scratch + r * kStride;
-    combine_weights(a, packed_row(r), sw, sw + kMaxCombineSplits, sw + 2 * kMaxCombineSplits);
+    combine_weights(a, packed_row(r), sw, sw + kMaxCombineSplits);
   }
   __syncthreads();
   for (int i = threadIdx.x; i < n * (HD / 4); i += NT) {
     const int r = i / (HD / 4);
     const float* sw = scratch + r * kStride;
-    combine_cols<HD>(a, packed_row(r), (i % (HD / 4)) * 4, sw, sw[2 * kMaxCombineSplits]);
+    combine_cols<HD>(a, packed_row(r), (i % (HD / 4)) * 4, sw, sw[kMaxCombineSplits]);
   }
 }
 

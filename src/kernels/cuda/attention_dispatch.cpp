@@ -32,7 +32,10 @@ namespace {
 
 using attn::TileKernel;
 
-constexpr int kMaxSplits = 32;  // the combine takes one lane per split (attention_combine.cuh)
+// Up to 128 splits (the combine's limit, attention_combine.cuh): a batch-1 decode of a long
+// context has one CTA per KV head and split, so the splits are what fills the GPU (E2B's full
+// layers at 32k context: 2049 key tiles of 16).
+constexpr int kMaxSplits = attn::kMaxAttentionSplits;
 // At most this many CTAs in a split launch. An mma.sync CTA covers at most 64 packed rows, so
 // their partials never exceed kSplitCtaBudget · 64 rows (what attention_workspace_bytes sizes);
 // the 128-row wgmma hd256 CTAs can need more, which the workspace check in plan_attention turns
