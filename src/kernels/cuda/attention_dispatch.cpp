@@ -36,6 +36,7 @@ using attn::TileKernel;
 // context has one CTA per KV head and split, so the splits are what fills the GPU (E2B's full
 // layers at 32k context: 2049 key tiles of 16).
 constexpr int kMaxSplits = attn::kMaxAttentionSplits;
+constexpr int kCombineBatchSplits = 32;  // splits the combine kernel loads in one round trip
 // At most this many CTAs in a split launch. An mma.sync CTA covers at most 64 packed rows, so
 // their partials never exceed kSplitCtaBudget · 64 rows (what attention_workspace_bytes sizes);
 // the 128-row wgmma hd256 CTAs can need more, which the workspace check in plan_attention turns
@@ -334,8 +335,13 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
     if (p.sliding_window > 0 && !p.mm_bidirectional)
       visible = std::min<int64_t>(visible, int64_t(p.sliding_window) + batch.max_q_len);
     const int64_t key_tiles = (visible + info.keys - 1) / info.keys;
+    // Past 32 splits the combine loads the partials in more than one round trip (32 splits a
+    // batch): worth it only where 32 splits would keep more than 4 key tiles each. E2B at batch 1
+    // (H200, 2026-11-27, its full layers): 1k context 1.830 ms with 32 splits against 1.847 with
+    // 65, 8k 2.04 -> 1.95 with 128, 32k 2.53 -> 2.09.
+    const int64_t split_cap = key_tiles > 4 * kCombineBatchSplits ? kMaxSplits : kCombineBatchSplits;
     const int64_t max_splits = std::min<int64_t>(
-        {max_splits_knob(), kMaxSplits, key_tiles / min_tiles_per_split(rows <= 16), kSplitCtaBudget / ctas});
+        {max_splits_knob(), split_cap, key_tiles / min_tiles_per_split(rows <= 16), kSplitCtaBudget / ctas});
     splits = choose_splits(ctas, int64_t(sm_count()) * per_sm, max_splits);
     while (splits > 1 && partial_bytes(splits, batch.num_tokens, p.num_q_heads, hd) > workspace_bytes) --splits;
   }
