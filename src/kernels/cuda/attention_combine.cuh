@@ -8,8 +8,9 @@
 // fences, and bumps a counter of its (sequence, row tile, KV head); the CTA that brings it to
 // num_splits merges the tile's rows and puts the counter back to zero, so the next launch (or the
 // next replay of a captured graph) finds it zeroed without a memset. Both compute bit-identical
-// outputs (same code, same order). The split weights of a row are computed once (a warp, lane =
-// split) and kept in shared memory; the column sums then issue independent loads per split.
+// outputs (same code, same order). The split weights of a row are computed once (a warp, splits
+// lane, lane + 32, ...) and kept in shared memory; the column sums then issue independent loads
+// per split.
 #pragma once
 #include <cuda_bf16.h>
 
