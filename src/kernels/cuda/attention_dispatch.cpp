@@ -10,8 +10,9 @@
 //   split-d decode kernel of attention_decode.cuh);
 // - the key range is split (flash-decoding) when that shortens the launch: the number of splits
 //   minimises (waves of CTAs) / splits, i.e. fills the SMs without a ragged last wave, each split
-//   keeping at least two key tiles (one for narrow tiles), within the workspace the caller provides; the combine kernel
-//   merges them (the mma.sync kernels can also merge in their last split CTA: CombineMode::Fused).
+//   keeping at least two key tiles (narrow tiles: one), within the workspace the caller provides;
+//   the combine kernel merges them (the mma.sync kernels can also merge in their last split CTA:
+//   CombineMode::Fused).
 #include "kernels/cuda/attention.h"
 
 #include <algorithm>

@@ -9,10 +9,10 @@
 
 namespace gs::cuda::attn {
 
-// Everything one launch needs, by value (kernel parameter space). Pointers are device pointers.
 // The most key splits a launch takes (the combine's limit, attention_combine.cuh).
 constexpr int kMaxAttentionSplits = 128;
 
+// Everything one launch needs, by value (kernel parameter space). Pointers are device pointers.
 struct TileArgs {
   const __nv_bfloat16* q = nullptr;  // [T, Nq·d]
   __nv_bfloat16* out = nullptr;      // [T, Nq·d]
