@@ -305,7 +305,7 @@ TEST_F(Attention, FusedCombineIsExactAndReplaysBitIdentically) {
       {TileKernel::Hd512Narrow, make(512, 32, 4, 0, 16, {{4000, 1}}), "hd512 narrow, batch 1"},
       {TileKernel::Hd512Split8, make(512, 32, 4, 0, 16, {{4000, 1}}), "hd512 split d, batch 1"},
       {TileKernel::Hd512Split8Pair, make(512, 8, 1, 0, 16, ragged(3, 3000, 1)), "hd512 split d pair, batch 3"},
-      {TileKernel::Hd512Split8Pair, make(512, 8, 1, 0, 16, {{8000, 1}}), "hd512 split d pair, batch 1, 8k (128 splits)"},
+      {TileKernel::Hd512Split8Pair, make(512, 8, 1, 0, 16, {{8000, 1}}), "hd512 split d pair, batch 1, 8k (128)"},
       {TileKernel::Hd256Narrow, make(256, 32, 16, 1024, 16, {{3000, 1}}), "hd256 narrow sliding, batch 1"},
       {TileKernel::Hd256Split8, make(256, 8, 2, 0, 16, ragged(2, 2000, 1)), "hd256 split d, batch 2"},
       {TileKernel::Hd256WideQuad, make(256, 8, 2, 0, 16, {{1500, 20}}), "hd256 wide, short chunk"},

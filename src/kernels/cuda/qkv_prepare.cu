@@ -140,7 +140,8 @@ const float* inv_freq_table(const RopeSpec& rope, cudaStream_t stream) {
   t.host.resize(size_t(rope.rotary_pairs));
   for (int i = 0; i < rope.rotary_pairs; ++i) t.host[size_t(i)] = rope_inv_freq(rope, i);
   GS_CUDA_CHECK(cudaMalloc(&t.device, t.host.size() * sizeof(float)));
-  GS_CUDA_CHECK(cudaMemcpyAsync(t.device, t.host.data(), t.host.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
+  GS_CUDA_CHECK(
+      cudaMemcpyAsync(t.device, t.host.data(), t.host.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
   // Once per spec: the kernels read the table before their PDL wait, which orders them after the
   // previous kernel but not necessarily after a copy.
   GS_CUDA_CHECK(cudaStreamSynchronize(stream));
