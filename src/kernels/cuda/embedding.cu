@@ -46,11 +46,26 @@ __global__ void ple_kernel(const T* __restrict__ proj, const TW* __restrict__ ta
                            const int* __restrict__ ids, const void* norm_w, bool norm_f32, float proj_scale,
                            float table_scale, float combine_scale, float eps, T* __restrict__ out, int T_rows,
                            int L, int P) {
-  pdl_enter();
+  // Before the wait: the table row (an immutable weight, at the step's input id, copied in before
+  // its first kernel) and the norm weights; after it, the projection row the GEMV before wrote.
   const int lane = threadIdx.x & 31;
   const int64_t slice = blockIdx.x * int64_t(blockDim.x >> 5) + (threadIdx.x >> 5);  // t * L + l
-  if (slice >= int64_t(T_rows) * L) return;
+  if (slice >= int64_t(T_rows) * L) {
+    pdl_enter();
+    return;
+  }
   const int t = int(slice / L), l = int(slice % L);
+  const int id = ids[t];
+  const bool valid = id >= 0 && id < vocab;
+  const TW* tr = table + int64_t(valid ? id : 0) * L * P + int64_t(l) * P;
+  float tb[kPleMaxPerLane], nw[kPleMaxPerLane];
+#pragma unroll
+  for (int k = 0; k < kPleMaxPerLane; ++k) {
+    const int i = lane + 32 * k;
+    tb[k] = valid && i < P ? rnd<T>(to_f32(tr[i]) * table_scale) : 0.f;
+    nw[k] = i < P ? load_weight(norm_w, norm_f32, i) : 0.f;
+  }
+  pdl_enter();
   const T* pr = proj + int64_t(t) * L * P + int64_t(l) * P;
   float a[kPleMaxPerLane];
   float sumsq = 0.f;
@@ -61,17 +76,13 @@ __global__ void ple_kernel(const T* __restrict__ proj, const TW* __restrict__ ta
     sumsq += a[k] * a[k];
   }
   float inv = rsqrtf(warp_sum(sumsq) / float(P) + eps);
-  int id = ids[t];
-  bool valid = id >= 0 && id < vocab;
-  const TW* tr = table + int64_t(valid ? id : 0) * L * P + int64_t(l) * P;
   T* o = out + (int64_t(l) * T_rows + t) * P;
 #pragma unroll
   for (int k = 0; k < kPleMaxPerLane; ++k) {
     int i = lane + 32 * k;
     if (i >= P) break;
-    float n = rnd<T>(a[k] * inv * load_weight(norm_w, norm_f32, i));
-    float tb = valid ? rnd<T>(to_f32(tr[i]) * table_scale) : 0.f;
-    o[i] = from_f32<T>(rnd<T>(n + tb) * combine_scale);
+    float n = rnd<T>(a[k] * inv * nw[k]);
+    o[i] = from_f32<T>(rnd<T>(n + tb[k]) * combine_scale);
   }
 }
 

@@ -94,7 +94,9 @@ inline int grid_for(int64_t n, int threads) {
 //
 // The contract for every kernel launched through launch_pdl():
 //   - pdl_wait() before the first read of anything an earlier kernel wrote and before the first
-//     global write (only reads of immutable weights may come before it). Every such kernel must
+//     global write. Only reads of immutable weights may come before it, and, in a kernel that is
+//     never a step's first, reads of the step's inputs (positions, lengths, page tables, input
+//     ids: copied or scattered in before the step's first kernel). Every such kernel must
 //     call it, even one that depends on nothing: the kernel after it only waits for *it*, so a
 //     kernel that skipped the wait would let its successor overtake the kernel before.
 //   - pdl_launch_dependents() once the kernel is past its wait: from then the next kernel may be
