@@ -41,7 +41,9 @@ __global__ void embedding_kernel(const TW* __restrict__ table, int64_t vocab, co
 
 constexpr int kPleMaxPerLane = 32;  // P <= 1024
 
-template <typename TW, typename T>
+// KP: elements of the row a lane holds (P <= 32·KP); 8 covers every Gemma-4 PLE (P = 256) with a
+// third of the registers the general bound needs.
+template <typename TW, typename T, int KP>
 __global__ void ple_kernel(const T* __restrict__ proj, const TW* __restrict__ table, int64_t vocab,
                            const int* __restrict__ ids, const void* norm_w, bool norm_f32, float proj_scale,
                            float table_scale, float combine_scale, float eps, T* __restrict__ out, int T_rows,
@@ -58,19 +60,19 @@ __global__ void ple_kernel(const T* __restrict__ proj, const TW* __restrict__ ta
   const int id = ids[t];
   const bool valid = id >= 0 && id < vocab;
   const TW* tr = table + int64_t(valid ? id : 0) * L * P + int64_t(l) * P;
-  float tb[kPleMaxPerLane], nw[kPleMaxPerLane];
+  float tb[KP], nw[KP];
 #pragma unroll
-  for (int k = 0; k < kPleMaxPerLane; ++k) {
+  for (int k = 0; k < KP; ++k) {
     const int i = lane + 32 * k;
     tb[k] = valid && i < P ? rnd<T>(to_f32(tr[i]) * table_scale) : 0.f;
     nw[k] = i < P ? load_weight(norm_w, norm_f32, i) : 0.f;
   }
   pdl_enter();
   const T* pr = proj + int64_t(t) * L * P + int64_t(l) * P;
-  float a[kPleMaxPerLane];
+  float a[KP];
   float sumsq = 0.f;
 #pragma unroll
-  for (int k = 0; k < kPleMaxPerLane; ++k) {
+  for (int k = 0; k < KP; ++k) {
     int i = lane + 32 * k;
     a[k] = i < P ? rnd<T>(to_f32(pr[i]) * proj_scale) : 0.f;
     sumsq += a[k] * a[k];
@@ -78,7 +80,7 @@ __global__ void ple_kernel(const T* __restrict__ proj, const TW* __restrict__ ta
   float inv = rsqrtf(warp_sum(sumsq) / float(P) + eps);
   T* o = out + (int64_t(l) * T_rows + t) * P;
 #pragma unroll
-  for (int k = 0; k < kPleMaxPerLane; ++k) {
+  for (int k = 0; k < KP; ++k) {
     int i = lane + 32 * k;
     if (i >= P) break;
     float n = rnd<T>(a[k] * inv * nw[k]);
@@ -136,9 +138,10 @@ void launch_per_layer_inputs(const Tensor& proj, const Tensor& table, const Tens
       using T = typename decltype(tag)::type;
       int64_t slices = int64_t(T_rows) * L;
       int warps = 8;
-      launch_pdl("ple_kernel", ple_kernel<TW, T>, unsigned((slices + warps - 1) / warps), warps * 32, 0, stream,
-                 proj.ptr<T>(), table.ptr<TW>(), table.rows(), ids.ptr<int>(), norm_w.data, norm_w.dtype == DType::F32,
-                 proj_scale, table_scale, combine_scale, eps, out.ptr<T>(), T_rows, L, P);
+      auto kernel = P <= 32 * 8 ? ple_kernel<TW, T, 8> : ple_kernel<TW, T, kPleMaxPerLane>;
+      launch_pdl("ple_kernel", kernel, unsigned((slices + warps - 1) / warps), warps * 32, 0, stream, proj.ptr<T>(),
+                 table.ptr<TW>(), table.rows(), ids.ptr<int>(), norm_w.data, norm_w.dtype == DType::F32, proj_scale,
+                 table_scale, combine_scale, eps, out.ptr<T>(), T_rows, L, P);
       GS_CUDA_LAUNCHED(op);
     });
   });
