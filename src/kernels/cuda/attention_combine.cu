@@ -19,7 +19,7 @@ namespace {
 // bit.
 template <int HD>
 __global__ void __launch_bounds__(HD / 4) attention_combine_kernel(const TileArgs a) {
-  constexpr int kBatch = 32;
+  constexpr int kBatch = kCombineBatchSplits;
   pdl_enter();
   __shared__ float w[kMaxCombineSplits + 1];
   const int64_t rows = int64_t(a.num_tokens) * a.num_q_heads, row = blockIdx.x;

@@ -11,6 +11,9 @@ namespace gs::cuda::attn {
 
 // The most key splits a launch takes (the combine's limit, attention_combine.cuh).
 constexpr int kMaxAttentionSplits = 128;
+// Splits whose partials the combine kernel loads in one round trip (attention_combine.cu); the
+// planner splits past it only where that pays (attention_dispatch.cpp).
+constexpr int kCombineBatchSplits = 32;
 
 // Everything one launch needs, by value (kernel parameter space). Pointers are device pointers.
 struct TileArgs {
