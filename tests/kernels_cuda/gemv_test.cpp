@@ -123,12 +123,14 @@ TEST_F(Gemv, FusedGeluEpiloguesMatchTheTwoOps) {
 // groups take several row groups each (gemv_stream.cuh). The sums are the waves' in the same
 // order, so both launches give the same bits, for each epilogue; and both match the cpu. Shapes:
 // E2B's gate_up (the K split in two), a double-wide one, rows that leave the last groups short or
-// empty, K off the chunk stride, and an LM head's worth of rows.
+// empty, K off the chunk stride, an LM head's worth of rows, and rows long enough (K >= 4096) for
+// the variant held to 6 blocks an SM.
 TEST_F(Gemv, StreamingBeyondOneWaveGivesTheWavesBits) {
   struct NK { int64_t n, k; };
   auto bits = [&](const Tensor& t) { return download(*gpu, t); };
   for (int64_t m : {1, 2})
-    for (NK s : {NK{12288, 1536}, NK{24576, 1536}, NK{24570, 1544}, NK{19001, 264}, NK{131072, 256}}) {
+    for (NK s : {NK{12288, 1536}, NK{24576, 1536}, NK{24570, 1544}, NK{19001, 264}, NK{131072, 256},
+                 NK{13001, 4104}}) {
       const std::string what = "M=" + std::to_string(m) + " N=" + std::to_string(s.n) + " K=" + std::to_string(s.k);
       const float ws = 1.5f / std::sqrt(float(s.k));
       auto x = random_bf16(m * s.k);

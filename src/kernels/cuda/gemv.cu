@@ -158,12 +158,21 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
     // Beyond one wave of 2-stage blocks, one and two rows stream: every warp group takes the same
     // number of units and the grid shrinks to the fewest blocks that cover them, so no block has a
     // unit more.
+    // Rows of at least kStreamLongRowK elements (31B's every weight) take the variant held to 6
+    // blocks an SM: 80 registers and a few spills, which its long units absorb. H200, 11-27: 31B
+    // at batch 1 16.006-16.016 -> 15.820-15.831 ms in three rounds; on E2B's and E4B's shorter rows
+    // it lost up to 10% at two rows (docs/perf/decode.md).
+    constexpr int kStreamLongRowK = 4096;
     static const int occ_stream = occupancy(gemv_stream_kernel<MT, 2, OutT, E>);
+    static const int occ_long = occupancy(gemv_stream_kernel<MT, 2, OutT, E, 6>);
     if (!deep && blocks > occ2 * sms && g_streaming) {
-      const int units_per_group = (blocks + occ_stream * sms - 1) / (occ_stream * sms);
+      const bool long_rows = K >= kStreamLongRowK;
+      const int occ = long_rows ? occ_long : occ_stream;
+      const int units_per_group = (blocks + occ * sms - 1) / (occ * sms);
       const int grid = (blocks + units_per_group - 1) / units_per_group;
-      launch_pdl("gemv_stream_kernel", gemv_stream_kernel<MT, 2, OutT, E>, dim3(grid), dim3(kThreads), 0, stream, x,
-                 w, out, M, N, K, ks, pf, aux, units_per_group);
+      launch_pdl("gemv_stream_kernel",
+                 long_rows ? gemv_stream_kernel<MT, 2, OutT, E, 6> : gemv_stream_kernel<MT, 2, OutT, E>, dim3(grid),
+                 dim3(kThreads), 0, stream, x, w, out, M, N, K, ks, pf, aux, units_per_group);
       return;
     }
   }

@@ -14,8 +14,9 @@ namespace gs::cuda::gemv_impl {
 // of steps (chunk steps past K and units past N skip their loads and drop their stores), so the
 // ks > 1 reduction's block barriers line up. The sums are gemv_kernel's, in the same order: the
 // two kernels give bit-identical outputs.
-template <int MT, int kStages, typename OutT, Epi E = Epi::Store>
-__global__ void __launch_bounds__(kThreads)
+// kMinBlocks: blocks an SM the compiler must fit (0: as many as its registers allow, 5 at ~94).
+template <int MT, int kStages, typename OutT, Epi E = Epi::Store, int kMinBlocks = 0>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
     gemv_stream_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w, OutT* __restrict__ out, int M, int N,
                        int K, int ks, uint32_t pf_row_bytes, const bf16* __restrict__ aux, int units_per_group) {
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
