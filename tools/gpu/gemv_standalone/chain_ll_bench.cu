@@ -1,0 +1,524 @@
+// Experiment (docs/perf/decode.md, 2026-11-27 09:50Z): can one persistent kernel cross a batch-1
+// GEMV chain's links cheaper than a PDL kernel boundary (~1.4 us)?
+//
+// The 11-25 persistent chain synchronised through counters: a fence after the outputs, a flag,
+// then a second round trip for the input; ~5 us a link under load. Here each link's output is
+// written in the LL form NCCL's low-latency protocol uses: 8-byte words holding two bf16 values
+// and a 32-bit flag, stored in one access, so a reader that sees the flag sees the data. No
+// fence, no counter: a CTA polls its whole input (its norms could then run locally) and the poll
+// is the input load. Weights of the next link are loaded into registers before the poll.
+//
+// The chain is E2B's per-layer projections (qkv, o_proj, gate_up with the GeLU product, down,
+// PLE gate, PLE projection) over its 35 layers (the last 20 double-wide), each link's input the
+// previous one's output, against the same chain of the production GEMV launches under PDL in a
+// CUDA graph (launch_gemv, launch_gemv_gelu_mul). Both write every link's output, compared
+// link by link.
+//
+//   chain_ll_bench [layers=35]     (tools/gpu/gemv_standalone/build.sh OUT builds it)
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/gemv.h"
+#include "kernels/cuda/launch_util.h"
+
+using namespace gs;
+using namespace gs::cuda;
+
+namespace {
+
+constexpr int kWarps = 16;  // one CTA of 512 threads an SM
+constexpr int kThreads = kWarps * 32;
+constexpr int kMaxUnits = 64;     // units (4 weight rows) a CTA may own in one link
+constexpr int kMaxK = 12288;      // longest input
+constexpr int kPollPerThread = kMaxK / 2 / kThreads;
+constexpr int kMaxLinks = 256;
+
+struct Link {
+  const bf16* w;  // [N, K]
+  int N, K;
+  int gelu;       // w = [gate; up], output N/2 values gelu(gate)·up
+  int P;          // k-parts per unit: each item is C chunks of 8 per lane
+  uint2* out;     // LL words: (bf16 pair, flag)
+  bf16* plain_in; // link 0 only: its input, plain bf16
+};
+
+__device__ __forceinline__ uint4 ld_weight(const bf16* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
+__device__ __forceinline__ uint2 ld_ll(const uint2* p) {
+  uint2 v;
+  asm volatile("ld.volatile.global.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p) : "memory");
+  return v;
+}
+__device__ __forceinline__ void st_ll(uint2* p, uint32_t data, uint32_t flag, int var) {
+  if (var & 2) return;
+  if (var & 1) asm volatile("st.relaxed.gpu.global.v2.u32 [%0], {%1,%2};" ::"l"(p), "r"(data), "r"(flag) : "memory");
+  else asm volatile("st.volatile.global.v2.u32 [%0], {%1,%2};" ::"l"(p), "r"(data), "r"(flag) : "memory");
+}
+__device__ __forceinline__ void unpack8(const uint4 raw, float (&f)[8]) {
+  const __nv_bfloat162* p = reinterpret_cast<const __nv_bfloat162*>(&raw);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    float2 t = __bfloat1622float2(p[i]);
+    f[2 * i] = t.x;
+    f[2 * i + 1] = t.y;
+  }
+}
+
+// A CTA's units of a link and a warp's contiguous share of the CTA's (unit, part) items.
+struct Share {
+  int u0, nu, T, a, b;
+};
+__device__ __forceinline__ Share share_of(const Link& L, int cta, int ctas, int warp) {
+  const int U = L.N / 4;
+  Share s;
+  s.u0 = cta * U / ctas;  // 32-bit: U * ctas < 2^31 for every shape here
+  s.nu = (cta + 1) * U / ctas - s.u0;
+  s.T = s.nu * L.P;
+  s.a = warp * s.T / kWarps;
+  s.b = (warp + 1) * s.T / kWarps;
+  return s;
+}
+__device__ __forceinline__ int weight_row(const Link& L, int unit, int r) {
+  if (L.gelu) {
+    const int I = L.N >> 1, j = unit * 2 + (r & 1);
+    return r < 2 ? j : I + j;
+  }
+  return unit * 4 + r;
+}
+
+// Item (unit, part) of link L into this lane's slot: C chunks of 8 columns of the unit's 4 rows,
+// copied by the lane that will read them (cp.async, no register held while in flight).
+template <int C>
+__device__ __forceinline__ void copy_item(const Link& L, int unit, int part, int lane, uint4* slot) {
+  const int chunks = L.K >> 3;
+#pragma unroll
+  for (int i = 0; i < C; ++i) {
+    const int ci = (part * C + i) * 32 + lane;
+    if (ci < chunks)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) {
+        const bf16* src = L.w + int64_t(weight_row(L, unit, r)) * L.K + int64_t(ci) * 8;
+        const uint32_t dst = uint32_t(__cvta_generic_to_shared(slot + (i * 4 + r) * 32 + lane));
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+      }
+  }
+}
+__device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wait_pending() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
+
+// Thread 0's clock at four points of each link, for CTAs 0-3: before the poll, after it, after
+// the items, after the stores.
+constexpr int kStampCtas = 4;
+__device__ long long g_stamps[kStampCtas][1280][6];
+__device__ __forceinline__ void stamp(int cta, int j, int k) {
+  if (threadIdx.x == 0 && cta < kStampCtas && j < 1280) g_stamps[cta][j][k] = clock64();
+}
+
+constexpr int kLinkTableBytes = kMaxLinks * 40;
+template <int C, int D>
+constexpr int ring_bytes() { return kWarps * D * C * 4 * 32 * 16; }
+
+// mode 0: LL flags polled; 1: no waiting (wrong results: the arithmetic and streaming alone).
+// Each warp streams its items of every link, in order, through its own ring of D slots: the
+// copies of the next link's first items are in flight while the CTA polls that link's input.
+template <int C, int D>
+__global__ void __launch_bounds__(kThreads, 1)
+    chain_ll_kernel(const Link* __restrict__ glinks, int nlinks, const uint32_t* __restrict__ epoch_ptr, int mode) {
+  __shared__ __align__(16) bf16 xs[kMaxK];
+  __shared__ float part[kMaxUnits][kWarps][4];
+  extern __shared__ __align__(16) uint4 dyn[];
+  // The link table in shared memory: a descriptor read from global memory on the critical path
+  // (the cursor's first touch of a link) cost an L2 round trip.
+  Link* links = reinterpret_cast<Link*>(dyn);
+  uint4* ring = dyn + kLinkTableBytes / 16;
+  for (int i = threadIdx.x; i < nlinks * int(sizeof(Link)) / 4; i += kThreads)
+    reinterpret_cast<uint32_t*>(links)[i] = reinterpret_cast<const uint32_t*>(glinks)[i];
+  __syncthreads();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, cta = blockIdx.x, ctas = gridDim.x;
+  const uint32_t epoch = *epoch_ptr;
+  const int var = mode >> 4;  // ablations (main())
+  uint4* my_ring = ring + warp * D * C * 4 * 32;
+
+  // The copy cursor over this warp's items across links: (cj, ct) with ct in the warp's share of link cj.
+  int cj = 0, ct = 0;
+  Share cs = share_of(links[0], cta, ctas, warp);
+  ct = cs.a;
+  auto seek = [&]() {
+    while (cj < nlinks && ct >= cs.b) {
+      if (++cj < nlinks) {
+        cs = share_of(links[cj], cta, ctas, warp);
+        ct = cs.a;
+      }
+    }
+  };
+  int issued = 0;  // items whose copies were issued (slot = index % D)
+  auto issue_next = [&]() {
+    seek();
+    if (cj < nlinks) {
+      const Link& L = links[cj];
+      if (!(var & 32)) copy_item<C>(L, cs.u0 + ct / L.P, ct % L.P, lane, my_ring + (issued % D) * C * 4 * 32);
+      ++ct;
+      ++issued;
+    }
+    commit();  // an empty group past the end keeps the count uniform
+  };
+  seek();
+  for (int d = 0; d < D; ++d) issue_next();
+  int consumed = 0;
+
+  for (int j = 0; j < nlinks; ++j) {
+    const Link L = links[j];
+    const Share s = share_of(L, cta, ctas, warp);
+    if (s.nu == 0) continue;
+    stamp(cta, j, 0);
+    const uint32_t flag_in = epoch * 1024u + uint32_t(j);  // link j-1's flag
+    // Poll the whole input: the load of each word is the wait for it.
+    const int words = L.K >> 1;
+    uint32_t* xw = reinterpret_cast<uint32_t*>(xs);
+    if (j == 0) {
+      for (int i = threadIdx.x; i < words; i += kThreads) xw[i] = reinterpret_cast<const uint32_t*>(L.plain_in)[i];
+    } else {
+      const uint2* in = links[j - 1].out;
+      uint2 v[kPollPerThread];
+#pragma unroll
+      for (int k = 0; k < kPollPerThread; ++k) {
+        const int i = threadIdx.x + k * kThreads;
+        if (i < words) v[k] = ld_ll(in + i);
+      }
+      if ((mode & 15) == 0) {
+        bool done;
+        do {
+          done = true;
+#pragma unroll
+          for (int k = 0; k < kPollPerThread; ++k) {
+            const int i = threadIdx.x + k * kThreads;
+            if (i < words && v[k].y != flag_in) {
+              v[k] = ld_ll(in + i);
+              done = false;
+            }
+          }
+        } while (!done);
+      }
+#pragma unroll
+      for (int k = 0; k < kPollPerThread; ++k) {
+        const int i = threadIdx.x + k * kThreads;
+        if (i < words) xw[i] = v[k].x;
+      }
+    }
+    __syncthreads();
+    stamp(cta, j, 1);
+
+    float acc[4] = {0.f, 0.f, 0.f, 0.f};
+    const uint4* x4 = reinterpret_cast<const uint4*>(xs);
+    const int chunks = L.K >> 3;
+    for (int t = s.a; t < s.b; ++t) {
+      if (!(var & 4)) wait_pending<D - 1>();  // this item's group is complete
+      const uint4* slot = my_ring + (consumed % D) * C * 4 * 32;
+      const int part_idx = t % L.P, ul = t / L.P;
+#pragma unroll
+      for (int i = 0; i < C; ++i) {
+        const int ci = (part_idx * C + i) * 32 + lane;
+        if (ci < chunks && !(var & 8)) {
+          float xf[8], wf[8];
+          unpack8(x4[ci], xf);
+#pragma unroll
+          for (int r = 0; r < 4; ++r) {
+            unpack8(slot[(i * 4 + r) * 32 + lane], wf);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) acc[r] = fmaf(wf[e], xf[e], acc[r]);
+          }
+        }
+      }
+      if (t + 1 == s.b || (t + 1) / L.P != ul) {
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          const float v = warp_sum(acc[r]);
+          if (lane == 0) part[ul][warp][r] = v;
+          acc[r] = 0.f;
+        }
+      }
+      ++consumed;
+      issue_next();  // into the slot just read, after the flush: it is off the link's critical path
+    }
+    __syncthreads();
+    stamp(cta, j, 2);
+
+    // Each unit's rows: the partials of the warps whose shares touch it, summed by 16 lanes (one
+    // per warp slot) in a fixed shuffle tree; a serial loop over the slots in one thread cost
+    // ~2600 cycles a link on the critical path.
+    const uint32_t flag_out = flag_in + 1u;
+    const int words_per_unit = L.gelu ? 1 : 2;
+    const int words_out = s.nu * words_per_unit;
+    for (int base = 0; base < ((var & 16) ? 0 : words_out * 16); base += kThreads) {
+      const int idx = base + threadIdx.x, o = idx >> 4, w = idx & 15;
+      const int ul = o / words_per_unit, half = o - ul * words_per_unit;
+      float v[4] = {0.f, 0.f, 0.f, 0.f};
+      if (o < words_out) {
+        const int a = w * s.T / kWarps, b = (w + 1) * s.T / kWarps;
+        if (a < b && a < (ul + 1) * L.P && b > ul * L.P)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) v[r] = part[ul][w][r];
+      }
+#pragma unroll
+      for (int off = 8; off > 0; off >>= 1)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) v[r] += __shfl_xor_sync(0xffffffffu, v[r], off);
+      if (o < words_out && w == 0) {
+        if (o == 0) stamp(cta, j, 5);
+        float y0, y1;
+        int64_t word;
+        if (L.gelu) {
+          const float g0 = rnd<bf16>(v[0]), g1 = rnd<bf16>(v[1]);
+          y0 = rnd<bf16>(gelu_tanh(g0)) * rnd<bf16>(v[2]);
+          y1 = rnd<bf16>(gelu_tanh(g1)) * rnd<bf16>(v[3]);
+          word = s.u0 + ul;
+        } else {
+          y0 = half ? v[2] : v[0];  // not v[2 * half]: a dynamic index puts v in local memory
+          y1 = half ? v[3] : v[1];
+          word = int64_t(s.u0 + ul) * 2 + half;
+        }
+        __nv_bfloat162 p = __floats2bfloat162_rn(y0, y1);
+        if (o == 0) stamp(cta, j, 4);
+        st_ll(L.out + word, *reinterpret_cast<uint32_t*>(&p), flag_out, mode >> 4);
+      }
+    }
+    stamp(cta, j, 3);
+  }
+}
+
+__global__ void bump(uint32_t* e) { *e += 1; }
+
+__global__ void fill_uniform(bf16* p, size_t n, float a, uint32_t seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n; i += size_t(gridDim.x) * blockDim.x) {
+    uint32_t h = uint32_t(i) * 2654435761u ^ seed;
+    h ^= h >> 16;
+    h *= 0x7feb352du;
+    h ^= h >> 15;
+    h *= 0x846ca68bu;
+    h ^= h >> 16;
+    p[i] = __float2bfloat16((float(h) * (1.f / 4294967296.f) * 2.f - 1.f) * a);
+  }
+}
+
+template <typename F>
+float time_graph(cudaStream_t st, int reps, F&& body) {
+  cudaGraph_t g;
+  GS_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < reps; ++i) body();
+  GS_CUDA_CHECK(cudaStreamEndCapture(st, &g));
+  cudaGraphExec_t ge;
+  GS_CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
+  cudaEvent_t a, b;
+  cudaEventCreate(&a);
+  cudaEventCreate(&b);
+  for (int i = 0; i < 2; ++i) GS_CUDA_CHECK(cudaGraphLaunch(ge, st));
+  const int iters = 10;
+  cudaEventRecord(a, st);
+  for (int i = 0; i < iters; ++i) GS_CUDA_CHECK(cudaGraphLaunch(ge, st));
+  cudaEventRecord(b, st);
+  GS_CUDA_CHECK(cudaStreamSynchronize(st));
+  float ms = 0;
+  cudaEventElapsedTime(&ms, a, b);
+  cudaGraphExecDestroy(ge);
+  cudaGraphDestroy(g);
+  return ms * 1000.f / (iters * reps);
+}
+
+float bf(uint16_t b) {
+  uint32_t u = uint32_t(b) << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int layers = argc > 1 ? atoi(argv[1]) : 35;
+  const bool tiny = argc > 2 && argv[2][0] == 't';  // every link 256 x 256: the synchronisation alone
+  pdl_step_rows = 1;
+  cudaStream_t st;
+  GS_CUDA_CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  int sms = 0;
+  GS_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+
+  struct Shape { int N, K, gelu; };
+  std::vector<Shape> shapes;
+  for (int l = 0; l < layers; ++l) {
+    const int I = l >= 15 ? 12288 : 6144;
+    if (tiny) {
+      for (int i = 0; i < 6; ++i) shapes.push_back({256, 256, 0});
+      continue;
+    }
+    shapes.push_back({2560, 1536, 0});
+    shapes.push_back({1536, 2048, 0});
+    shapes.push_back({2 * I, 1536, 1});
+    shapes.push_back({1536, I, 0});
+    shapes.push_back({256, 1536, 0});
+    shapes.push_back({1536, 256, 0});
+  }
+  const int n = int(shapes.size());
+  size_t wtotal = 0;
+  for (auto& s : shapes) wtotal += size_t(s.N) * s.K;
+  bf16* wpool;
+  GS_CUDA_CHECK(cudaMalloc(&wpool, wtotal * 2));
+  std::vector<bf16*> wptr(n), plain(n);
+  std::vector<uint2*> ll(n);
+  bf16* x0;
+  GS_CUDA_CHECK(cudaMalloc(&x0, kMaxK * 2));
+  fill_uniform<<<64, 256, 0, st>>>(x0, kMaxK, 1.f, 7);
+  size_t off = 0;
+  for (int i = 0; i < n; ++i) {
+    wptr[i] = wpool + off;
+    off += size_t(shapes[i].N) * shapes[i].K;
+    fill_uniform<<<1024, 256, 0, st>>>(wptr[i], size_t(shapes[i].N) * shapes[i].K, std::sqrt(3.f / shapes[i].K),
+                                       1234u + 977u * i);
+    const int outs = shapes[i].gelu ? shapes[i].N / 2 : shapes[i].N;
+    GS_CUDA_CHECK(cudaMalloc(&plain[i], outs * 2));
+    GS_CUDA_CHECK(cudaMalloc(&ll[i], outs / 2 * 8));
+    GS_CUDA_CHECK(cudaMemset(ll[i], 0, outs / 2 * 8));
+  }
+  uint32_t* epoch;
+  GS_CUDA_CHECK(cudaMalloc(&epoch, 4));
+  GS_CUDA_CHECK(cudaMemset(epoch, 0, 4));
+  GS_CUDA_CHECK(cudaStreamSynchronize(st));
+  printf("%d links, %.1f MB of weights, %d SMs; floor at 4.29 TB/s %.1f us\n", n, wtotal * 2 / 1e6, sms,
+         wtotal * 2 / 4.29e6);
+
+  // The production chain: one GEMV launch per link under PDL.
+  auto pdl_chain = [&] {
+    for (int i = 0; i < n; ++i) {
+      const bf16* in = i == 0 ? x0 : plain[i - 1];
+      const Shape& s = shapes[i];
+      if (s.gelu) launch_gemv_gelu_mul(in, wptr[i], plain[i], 1, s.N / 2, s.K, st);
+      else launch_gemv(in, wptr[i], plain[i], DType::BF16, 1, s.N, s.K, st);
+    }
+  };
+  const float t_pdl = time_graph(st, 4, pdl_chain);
+  printf("PDL chain of launch_gemv: %.1f us (%.2f TB/s, %.2f us a link over the floor)\n", t_pdl,
+         wtotal * 2 / t_pdl / 1e6, (t_pdl - wtotal * 2 / 4.29e6) / n);
+
+  using Kern = void (*)(const Link*, int, const uint32_t*, int);
+  auto run_ll = [&](Kern kern, int C, int D, int mode) {
+    std::vector<Link> hl(n);
+    for (int i = 0; i < n; ++i) {
+      const int chunks = shapes[i].K / 8;
+      hl[i] = {wptr[i], shapes[i].N, shapes[i].K, shapes[i].gelu, (chunks + 32 * C - 1) / (32 * C), ll[i],
+               i == 0 ? x0 : nullptr};
+      const int umax = (shapes[i].N / 4 + sms - 1) / sms;
+      if (umax > kMaxUnits) { printf("link %d: %d units a CTA > %d\n", i, umax, kMaxUnits); exit(1); }
+    }
+    Link* dl;
+    GS_CUDA_CHECK(cudaMalloc(&dl, n * sizeof(Link)));
+    GS_CUDA_CHECK(cudaMemcpy(dl, hl.data(), n * sizeof(Link), cudaMemcpyHostToDevice));
+    const int smem = kLinkTableBytes + kWarps * D * C * 4 * 32 * 16;
+    static_assert(sizeof(Link) == 40);
+    if (n > kMaxLinks) { printf("too many links\n"); exit(1); }
+    GS_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    cudaFuncAttributes fa;
+    GS_CUDA_CHECK(cudaFuncGetAttributes(&fa, kern));
+    auto launch = [&] {
+      bump<<<1, 1, 0, st>>>(epoch);
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeCooperative;
+      attr[0].val.cooperative = 1;
+      cudaLaunchConfig_t cfg{};
+      cfg.gridDim = dim3(sms);
+      cfg.blockDim = dim3(kThreads);
+      cfg.dynamicSmemBytes = smem;
+      cfg.stream = st;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, (const Link*)dl, n, (const uint32_t*)epoch, mode));
+    };
+    const float t = time_graph(st, 4, launch);
+    printf("LL persistent, C=%d D=%d, mode %d (%d regs, %d B spill): %.1f us (%.2f TB/s, %.2f us a link over the floor)\n",
+           C, D, mode, fa.numRegs, int(fa.localSizeBytes), t, wtotal * 2 / t / 1e6, (t - wtotal * 2 / 4.29e6) / n);
+    static long long hs[kStampCtas][1280][6];
+    GS_CUDA_CHECK(cudaMemcpyFromSymbol(hs, g_stamps, sizeof(hs)));
+    // Mean cycles per phase by link kind over CTAs 0-3 (links a CTA owns no units of are skipped).
+    double sum[6][6] = {}, cnt[6] = {};
+    for (int c = 0; c < kStampCtas; ++c)
+      for (int j = 1; j < n; ++j) {
+        if (hl[j].N / 4 * (c + 1) / sms - hl[j].N / 4 * c / sms == 0) continue;
+        const long long* a = hs[c][j];
+        int jn = j + 1;
+        while (jn < n && hl[jn].N / 4 * (c + 1) / sms - hl[jn].N / 4 * c / sms == 0) ++jn;
+        sum[j % 6][0] += a[1] - a[0];
+        sum[j % 6][1] += a[2] - a[1];
+        sum[j % 6][2] += a[5] - a[2];
+        sum[j % 6][3] += a[4] - a[5];
+        sum[j % 6][4] += a[3] - a[4];
+        if (jn < n) sum[j % 6][5] += hs[c][jn][0] - a[3];
+        cnt[j % 6] += 1;
+      }
+    printf("    cycles by link kind (poll / items / sums / epilogue / store / to next link):");
+    for (int k = 0; k < 6; ++k)
+      if (cnt[k] > 0) printf("  [%d] %.0f/%.0f/%.0f/%.0f/%.0f/%.0f", k, sum[k][0] / cnt[k], sum[k][1] / cnt[k], sum[k][2] / cnt[k],
+                                sum[k][3] / cnt[k], sum[k][4] / cnt[k], sum[k][5] / cnt[k]);
+    printf("\n");
+    cudaFree(dl);
+  };
+  struct Cfg { Kern k; int C, D; };
+  const Cfg cfgs[] = {{chain_ll_kernel<1, 3>, 1, 3}, {chain_ll_kernel<2, 2>, 2, 2}};
+
+  auto compare = [&](const char* what) {
+    // The LL outputs against the PDL chain's, link by link (relative L2).
+    GS_CUDA_CHECK(cudaStreamSynchronize(st));
+    double worst_first = 0, last = 0;
+    for (int i = 0; i < n; ++i) {
+      const int outs = shapes[i].gelu ? shapes[i].N / 2 : shapes[i].N;
+      std::vector<uint16_t> a(outs);
+      std::vector<uint2> b(outs / 2);
+      GS_CUDA_CHECK(cudaMemcpy(a.data(), plain[i], outs * 2, cudaMemcpyDeviceToHost));
+      GS_CUDA_CHECK(cudaMemcpy(b.data(), ll[i], outs / 2 * 8, cudaMemcpyDeviceToHost));
+      double num = 0, den = 0;
+      for (int k = 0; k < outs; ++k) {
+        const float ref = bf(a[k]);
+        const float got = bf(uint16_t(k & 1 ? b[k / 2].x >> 16 : b[k / 2].x & 0xffff));
+        num += double(got - ref) * (got - ref);
+        den += double(ref) * ref;
+      }
+      const double rel = std::sqrt(num / std::max(den, 1e-30));
+      if (i < 6) worst_first = std::max(worst_first, rel);
+      if (i == n - 1) last = rel;
+      if (!(rel < 1.0)) { printf("  %s: link %d relative error %.3g\n", what, i, rel); }
+    }
+    printf("  %s vs PDL chain: worst relative L2 over the first 6 links %.2e, last link %.2e\n", what, worst_first,
+           last);
+  };
+
+  if (argc > 3) {  // ablations of C=1 D=3 without waiting: what each part of a link costs
+    const Cfg& c = cfgs[0];
+    const int vars[] = {0, 2, 4, 8, 16 | 2, 32, 4 | 8 | 32, 4 | 8 | 16 | 32 | 2};
+    const char* what[] = {"all", "no stores", "no copy wait", "no FMAs", "no sums, no stores", "no copies",
+                          "no copies, waits, FMAs", "only the polls, barriers and cursor"};
+    for (int i = 0; i < 8; ++i) {
+      printf("  %s\n", what[i]);
+      run_ll(c.k, c.C, c.D, 1 | vars[i] << 4);
+    }
+    return 0;
+  }
+  for (const Cfg& c : cfgs) {
+    run_ll(c.k, c.C, c.D, 0);
+    compare("LL");
+  }
+  for (const Cfg& c : cfgs) run_ll(c.k, c.C, c.D, 1);
+  const float t_pdl2 = time_graph(st, 4, pdl_chain);
+  printf("PDL chain again: %.1f us\n", t_pdl2);
+  return 0;
+}
