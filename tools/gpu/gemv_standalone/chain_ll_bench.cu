@@ -1,20 +1,23 @@
-// Experiment (docs/perf/decode.md, 2026-11-27 09:50Z): can one persistent kernel cross a batch-1
-// GEMV chain's links cheaper than a PDL kernel boundary (~1.4 us)?
+// Experiment (docs/perf/decode.md, "2026-11-27 09:50-10:15Z"): can one persistent kernel cross a
+// batch-1 GEMV chain's links cheaper than a PDL kernel boundary (~1.6 us a link over the bytes)?
 //
 // The 11-25 persistent chain synchronised through counters: a fence after the outputs, a flag,
 // then a second round trip for the input; ~5 us a link under load. Here each link's output is
-// written in the LL form NCCL's low-latency protocol uses: 8-byte words holding two bf16 values
+// written in the LL form of NCCL's low-latency protocol: 8-byte words holding two bf16 values
 // and a 32-bit flag, stored in one access, so a reader that sees the flag sees the data. No
 // fence, no counter: a CTA polls its whole input (its norms could then run locally) and the poll
-// is the input load. Weights of the next link are loaded into registers before the poll.
+// is the input load. Each warp streams its items (4 weight rows x C chunks a lane) of every link
+// in order through its own ring of D shared-memory slots (cp.async), so the next link's first
+// weights are in flight while the CTA polls that link's input.
 //
 // The chain is E2B's per-layer projections (qkv, o_proj, gate_up with the GeLU product, down,
 // PLE gate, PLE projection) over its 35 layers (the last 20 double-wide), each link's input the
 // previous one's output, against the same chain of the production GEMV launches under PDL in a
 // CUDA graph (launch_gemv, launch_gemv_gelu_mul). Both write every link's output, compared
-// link by link.
+// link by link. Thread 0 of CTAs 0-3 stamps its clock at the phases of each link.
 //
-//   chain_ll_bench [layers=35]     (tools/gpu/gemv_standalone/build.sh OUT builds it)
+//   chain_ll_bench [layers=35] [tiny|full] [x]     (tools/gpu/gemv_standalone/build.sh OUT builds it)
+//     tiny: every link 256 x 256 (the synchronisation alone); x: the ablations of one configuration
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -50,13 +53,6 @@ struct Link {
   bf16* plain_in; // link 0 only: its input, plain bf16
 };
 
-__device__ __forceinline__ uint4 ld_weight(const bf16* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
 __device__ __forceinline__ uint2 ld_ll(const uint2* p) {
   uint2 v;
   asm volatile("ld.volatile.global.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p) : "memory");
@@ -81,39 +77,84 @@ __device__ __forceinline__ void unpack8(const uint4 raw, float (&f)[8]) {
 struct Share {
   int u0, nu, T, a, b;
 };
-__device__ __forceinline__ Share share_of(const Link& L, int cta, int ctas, int warp) {
-  const int U = L.N / 4;
+// This CTA's units of one link, computed for every link at the kernel's start: the per-link path
+// then has no division (each one is a chain of dependent instructions on the critical path).
+struct CtaLink {
+  uint16_t u0, nu, P, inv_p;  // inv_p = ceil(2^15 / P): a / P == (a * inv_p) >> 15 for a < 2^15 / P
+};
+__device__ __forceinline__ int div_p(int a, const CtaLink& c) { return (a * int(c.inv_p)) >> 15; }
+__device__ __forceinline__ Share share_of(const CtaLink& c, int warp) {
   Share s;
-  s.u0 = cta * U / ctas;  // 32-bit: U * ctas < 2^31 for every shape here
-  s.nu = (cta + 1) * U / ctas - s.u0;
-  s.T = s.nu * L.P;
-  s.a = warp * s.T / kWarps;
-  s.b = (warp + 1) * s.T / kWarps;
+  s.u0 = c.u0;
+  s.nu = c.nu;
+  s.T = s.nu * c.P;
+  s.a = (warp * s.T) >> 4;  // kWarps = 16
+  s.b = ((warp + 1) * s.T) >> 4;
   return s;
 }
-__device__ __forceinline__ int weight_row(const Link& L, int unit, int r) {
-  if (L.gelu) {
-    const int I = L.N >> 1, j = unit * 2 + (r & 1);
-    return r < 2 ? j : I + j;
-  }
-  return unit * 4 + r;
-}
 
-// Item (unit, part) of link L into this lane's slot: C chunks of 8 columns of the unit's 4 rows,
-// copied by the lane that will read them (cp.async, no register held while in flight).
+// A warp's walk over its items, link after link: the position in one link's share, with the
+// unit's row pointers advanced incrementally (a division per item made the first version
+// issue-bound: ~200 instructions of index arithmetic a 2 KB item).
+struct Walk {
+  int j;           // link (nlinks: past the end)
+  int left;        // items left in the warp's share of link j
+  int p, P;        // part within the unit, parts a unit
+  int K8;          // chunks of 8 in a row
+  int K;
+  const bf16* r0;  // the unit's accumulators 0 and 1 read rows r0 and r0 + K
+  const bf16* r2;  // 2 and 3: r2 and r2 + K
+  int step;        // elements from one unit's r0 to the next one's
+};
+
+__device__ __forceinline__ void walk_enter(Walk& w, const Link* links, const CtaLink* tbl, int nlinks, int warp) {
+  for (; w.j < nlinks; ++w.j) {
+    const Share s = share_of(tbl[w.j], warp);
+    if (s.a >= s.b) continue;
+    const Link& L = links[w.j];
+    w.left = s.b - s.a;
+    w.P = L.P;
+    w.K = L.K;
+    w.K8 = L.K >> 3;
+    const int ul = div_p(s.a, tbl[w.j]), unit = s.u0 + ul;
+    w.p = s.a - ul * L.P;
+    if (L.gelu) {  // gate rows 2u, 2u+1 and up rows I+2u, I+2u+1
+      w.r0 = L.w + int64_t(2 * unit) * L.K;
+      w.r2 = L.w + int64_t(L.N / 2 + 2 * unit) * L.K;
+      w.step = 2 * L.K;
+    } else {
+      w.r0 = L.w + int64_t(4 * unit) * L.K;
+      w.r2 = w.r0 + 2 * L.K;
+      w.step = 4 * L.K;
+    }
+    return;
+  }
+}
+__device__ __forceinline__ void walk_next(Walk& w, const Link* links, const CtaLink* tbl, int nlinks, int warp) {
+  if (--w.left == 0) {
+    ++w.j;
+    walk_enter(w, links, tbl, nlinks, warp);
+  } else if (++w.p == w.P) {
+    w.p = 0;
+    w.r0 += w.step;
+    w.r2 += w.step;
+  }
+}
+// The walk's item into this lane's slot: C chunks of 8 columns of the unit's 4 rows, copied by
+// the lane that will read them (cp.async: no register held while in flight).
 template <int C>
-__device__ __forceinline__ void copy_item(const Link& L, int unit, int part, int lane, uint4* slot) {
-  const int chunks = L.K >> 3;
+__device__ __forceinline__ void copy_item(const Walk& w, int lane, uint4* slot) {
 #pragma unroll
   for (int i = 0; i < C; ++i) {
-    const int ci = (part * C + i) * 32 + lane;
-    if (ci < chunks)
+    const int ci = (w.p * C + i) * 32 + lane;
+    if (ci < w.K8) {
+      const bf16* src[4] = {w.r0 + ci * 8, w.r0 + w.K + ci * 8, w.r2 + ci * 8, w.r2 + w.K + ci * 8};
 #pragma unroll
       for (int r = 0; r < 4; ++r) {
-        const bf16* src = L.w + int64_t(weight_row(L, unit, r)) * L.K + int64_t(ci) * 8;
         const uint32_t dst = uint32_t(__cvta_generic_to_shared(slot + (i * 4 + r) * 32 + lane));
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dst), "l"(src[r]) : "memory");
       }
+    }
   }
 }
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
@@ -147,42 +188,36 @@ __global__ void __launch_bounds__(kThreads, 1)
   uint4* ring = dyn + kLinkTableBytes / 16;
   for (int i = threadIdx.x; i < nlinks * int(sizeof(Link)) / 4; i += kThreads)
     reinterpret_cast<uint32_t*>(links)[i] = reinterpret_cast<const uint32_t*>(glinks)[i];
-  __syncthreads();
+  __shared__ CtaLink tbl[kMaxLinks];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, cta = blockIdx.x, ctas = gridDim.x;
+  for (int i = threadIdx.x; i < nlinks; i += kThreads) {
+    const int U = glinks[i].N / 4, P = glinks[i].P;
+    const int u0 = cta * U / ctas;  // 32-bit: U * ctas < 2^31 for every shape here
+    tbl[i] = {uint16_t(u0), uint16_t((cta + 1) * U / ctas - u0), uint16_t(P), uint16_t((32768 + P - 1) / P)};
+  }
+  __syncthreads();
   const uint32_t epoch = *epoch_ptr;
   const int var = mode >> 4;  // ablations (main())
   uint4* my_ring = ring + warp * D * C * 4 * 32;
 
-  // The copy cursor over this warp's items across links: (cj, ct) with ct in the warp's share of link cj.
-  int cj = 0, ct = 0;
-  Share cs = share_of(links[0], cta, ctas, warp);
-  ct = cs.a;
-  auto seek = [&]() {
-    while (cj < nlinks && ct >= cs.b) {
-      if (++cj < nlinks) {
-        cs = share_of(links[cj], cta, ctas, warp);
-        ct = cs.a;
-      }
-    }
-  };
+  Walk walk;
+  walk.j = 0;
+  walk_enter(walk, links, tbl, nlinks, warp);
   int issued = 0;  // items whose copies were issued (slot = index % D)
   auto issue_next = [&]() {
-    seek();
-    if (cj < nlinks) {
-      const Link& L = links[cj];
-      if (!(var & 32)) copy_item<C>(L, cs.u0 + ct / L.P, ct % L.P, lane, my_ring + (issued % D) * C * 4 * 32);
-      ++ct;
+    if (walk.j < nlinks) {
+      if (!(var & 32)) copy_item<C>(walk, lane, my_ring + (issued % D) * C * 4 * 32);
+      walk_next(walk, links, tbl, nlinks, warp);
       ++issued;
     }
     commit();  // an empty group past the end keeps the count uniform
   };
-  seek();
   for (int d = 0; d < D; ++d) issue_next();
   int consumed = 0;
 
   for (int j = 0; j < nlinks; ++j) {
     const Link L = links[j];
-    const Share s = share_of(L, cta, ctas, warp);
+    const Share s = share_of(tbl[j], warp);
     if (s.nu == 0) continue;
     stamp(cta, j, 0);
     const uint32_t flag_in = epoch * 1024u + uint32_t(j);  // link j-1's flag
@@ -225,13 +260,13 @@ __global__ void __launch_bounds__(kThreads, 1)
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
     const uint4* x4 = reinterpret_cast<const uint4*>(xs);
     const int chunks = L.K >> 3;
+    int ul = div_p(s.a, tbl[j]), pi = s.a - ul * L.P;
     for (int t = s.a; t < s.b; ++t) {
       if (!(var & 4)) wait_pending<D - 1>();  // this item's group is complete
       const uint4* slot = my_ring + (consumed % D) * C * 4 * 32;
-      const int part_idx = t % L.P, ul = t / L.P;
 #pragma unroll
       for (int i = 0; i < C; ++i) {
-        const int ci = (part_idx * C + i) * 32 + lane;
+        const int ci = (pi * C + i) * 32 + lane;
         if (ci < chunks && !(var & 8)) {
           float xf[8], wf[8];
           unpack8(x4[ci], xf);
@@ -243,12 +278,25 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
         }
       }
-      if (t + 1 == s.b || (t + 1) / L.P != ul) {
+      if (++pi == L.P || t + 1 == s.b) {
+        // The four rows' warp sums in 5 shuffles: halves trade rows, then quarters; lane 8r
+        // ends with row r's sum.
+        const bool hi = lane & 16, mid = lane & 8;
+        float a0 = hi ? acc[2] : acc[0], b0 = hi ? acc[0] : acc[2];
+        float a1 = hi ? acc[3] : acc[1], b1 = hi ? acc[1] : acc[3];
+        a0 += __shfl_xor_sync(0xffffffffu, b0, 16);
+        a1 += __shfl_xor_sync(0xffffffffu, b1, 16);
+        float c = mid ? a1 : a0;
+        c += __shfl_xor_sync(0xffffffffu, mid ? a0 : a1, 8);
+        c += __shfl_xor_sync(0xffffffffu, c, 4);
+        c += __shfl_xor_sync(0xffffffffu, c, 2);
+        c += __shfl_xor_sync(0xffffffffu, c, 1);
+        if ((lane & 7) == 0) part[ul][warp][lane >> 3] = c;
 #pragma unroll
-        for (int r = 0; r < 4; ++r) {
-          const float v = warp_sum(acc[r]);
-          if (lane == 0) part[ul][warp][r] = v;
-          acc[r] = 0.f;
+        for (int r = 0; r < 4; ++r) acc[r] = 0.f;
+        if (pi == L.P) {
+          pi = 0;
+          ++ul;
         }
       }
       ++consumed;
@@ -265,10 +313,10 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int words_out = s.nu * words_per_unit;
     for (int base = 0; base < ((var & 16) ? 0 : words_out * 16); base += kThreads) {
       const int idx = base + threadIdx.x, o = idx >> 4, w = idx & 15;
-      const int ul = o / words_per_unit, half = o - ul * words_per_unit;
+      const int ul = o >> (words_per_unit - 1), half = o & (words_per_unit - 1);
       float v[4] = {0.f, 0.f, 0.f, 0.f};
       if (o < words_out) {
-        const int a = w * s.T / kWarps, b = (w + 1) * s.T / kWarps;
+        const int a = (w * s.T) >> 4, b = ((w + 1) * s.T) >> 4;
         if (a < b && a < (ul + 1) * L.P && b > ul * L.P)
 #pragma unroll
           for (int r = 0; r < 4; ++r) v[r] = part[ul][w][r];
@@ -421,6 +469,7 @@ int main(int argc, char** argv) {
                i == 0 ? x0 : nullptr};
       const int umax = (shapes[i].N / 4 + sms - 1) / sms;
       if (umax > kMaxUnits) { printf("link %d: %d units a CTA > %d\n", i, umax, kMaxUnits); exit(1); }
+      if (umax * hl[i].P * hl[i].P >= 32768) { printf("link %d: div_p inexact\n", i); exit(1); }
     }
     Link* dl;
     GS_CUDA_CHECK(cudaMalloc(&dl, n * sizeof(Link)));
@@ -474,7 +523,7 @@ int main(int argc, char** argv) {
     cudaFree(dl);
   };
   struct Cfg { Kern k; int C, D; };
-  const Cfg cfgs[] = {{chain_ll_kernel<1, 3>, 1, 3}, {chain_ll_kernel<2, 2>, 2, 2}};
+  const Cfg cfgs[] = {{chain_ll_kernel<1, 3>, 1, 3}, {chain_ll_kernel<2, 2>, 2, 2}, {chain_ll_kernel<1, 5>, 1, 5}};
 
   auto compare = [&](const char* what) {
     // The LL outputs against the PDL chain's, link by link (relative L2).
