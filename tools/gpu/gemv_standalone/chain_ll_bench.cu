@@ -1,4 +1,4 @@
-// Experiment (docs/perf/decode.md, "2026-11-27 09:50-10:16Z"): can one persistent kernel cross a
+// Experiment (docs/perf/decode.md, "2026-11-27 09:50-10:40Z"): can one persistent kernel cross a
 // batch-1 GEMV chain's links cheaper than a PDL kernel boundary (~1.6 us a link over the bytes)?
 //
 // The 11-25 persistent chain synchronised through counters: a fence after the outputs, a flag,
@@ -14,7 +14,10 @@
 // PLE gate, PLE projection) over its 35 layers (the last 20 double-wide), each link's input the
 // previous one's output, against the same chain of the production GEMV launches under PDL in a
 // CUDA graph (launch_gemv, launch_gemv_gelu_mul). Both write every link's output, compared
-// link by link. Thread 0 of CTAs 0-3 stamps its clock at the phases of each link.
+// link by link. Thread 0 of CTAs 0-3 stamps its clock at the phases of each link; every CTA
+// marks the global time of its poll and its stores (the cross-CTA timeline). This is the form
+// with a CTA barrier before the stores; 8d9c357 stored from the warp that completed a unit and
+// was slower (decode.md).
 //
 //   chain_ll_bench [layers=35] [tiny|full] [x]     (tools/gpu/gemv_standalone/build.sh OUT builds it)
 //     tiny: every link 256 x 256 (the synchronisation alone); x: the ablations of one configuration
@@ -168,6 +171,17 @@ __device__ long long g_stamps[kStampCtas][1280][6];
 __device__ __forceinline__ void stamp(int cta, int j, int k) {
   if (threadIdx.x == 0 && cta < kStampCtas && j < 1280) g_stamps[cta][j][k] = clock64();
 }
+// Every CTA's global time (ns) when its poll of link j completed ([0]) and when thread 0 left
+// link j's stores ([1]): across CTAs, the producers' spread and the flags' trip to the consumers.
+constexpr int kMaxCtas = 160;
+__device__ unsigned long long g_timeline[kMaxLinks][kMaxCtas][2];
+__device__ __forceinline__ void mark(int cta, int j, int k) {
+  if (threadIdx.x == 0 && cta < kMaxCtas) {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)::"memory");
+    g_timeline[j][cta][k] = t;
+  }
+}
 
 constexpr int kLinkTableBytes = kMaxLinks * 40;
 template <int C, int D>
@@ -179,19 +193,15 @@ constexpr int ring_bytes() { return kWarps * D * C * 4 * 32 * 16; }
 template <int C, int D>
 __global__ void __launch_bounds__(kThreads, 1)
     chain_ll_kernel(const Link* __restrict__ glinks, int nlinks, const uint32_t* __restrict__ epoch_ptr, int mode) {
+  __shared__ __align__(16) bf16 xs[kMaxK];
   __shared__ float part[kMaxUnits][kWarps][4];
-  __shared__ uint32_t arrive[kMaxUnits];  // a unit's (items done << 16) | (warps that added a partial)
   extern __shared__ __align__(16) uint4 dyn[];
   // The link table in shared memory: a descriptor read from global memory on the critical path
   // (the cursor's first touch of a link) cost an L2 round trip.
   Link* links = reinterpret_cast<Link*>(dyn);
-  // The input, double-buffered by link parity: a warp done with link j polls link j + 1 while
-  // the others still read link j's input.
-  bf16* xs_buf = reinterpret_cast<bf16*>(dyn + kLinkTableBytes / 16);
-  uint4* ring = dyn + (kLinkTableBytes + 2 * kMaxK * 2) / 16;
+  uint4* ring = dyn + kLinkTableBytes / 16;
   for (int i = threadIdx.x; i < nlinks * int(sizeof(Link)) / 4; i += kThreads)
     reinterpret_cast<uint32_t*>(links)[i] = reinterpret_cast<const uint32_t*>(glinks)[i];
-  for (int i = threadIdx.x; i < kMaxUnits; i += kThreads) arrive[i] = 0;
   __shared__ CtaLink tbl[kMaxLinks];
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, cta = blockIdx.x, ctas = gridDim.x;
   for (int i = threadIdx.x; i < nlinks; i += kThreads) {
@@ -227,7 +237,6 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint32_t flag_in = epoch * 1024u + uint32_t(j);  // link j-1's flag
     // Poll the whole input: the load of each word is the wait for it.
     const int words = L.K >> 1;
-    bf16* xs = xs_buf + (j & 1) * kMaxK;
     uint32_t* xw = reinterpret_cast<uint32_t*>(xs);
     if (j == 0) {
       for (int i = threadIdx.x; i < words; i += kThreads) xw[i] = reinterpret_cast<const uint32_t*>(L.plain_in)[i];
@@ -240,14 +249,8 @@ __global__ void __launch_bounds__(kThreads, 1)
         if (i < words) v[k] = ld_ll(in + i);
       }
       if ((mode & 15) == 0) {
-        bool done = true;
-#pragma unroll
-        for (int k = 0; k < kPollPerThread; ++k)
-          done &= threadIdx.x + k * kThreads >= words || v[k].y == flag_in;
-        while (!done) {
-          // Back off between rounds: 67k threads re-polling L2 back to back slowed the
-          // producers they wait for (the full chain 1303 -> 1484 us once warps polled early).
-          if (!(var & 64)) __nanosleep(200);
+        bool done;
+        do {
           done = true;
 #pragma unroll
           for (int k = 0; k < kPollPerThread; ++k) {
@@ -257,7 +260,7 @@ __global__ void __launch_bounds__(kThreads, 1)
               done = false;
             }
           }
-        }
+        } while (!done);
       }
 #pragma unroll
       for (int k = 0; k < kPollPerThread; ++k) {
@@ -267,11 +270,12 @@ __global__ void __launch_bounds__(kThreads, 1)
     }
     __syncthreads();
     stamp(cta, j, 1);
+    mark(cta, j, 0);
 
     float acc[4] = {0.f, 0.f, 0.f, 0.f};
     const uint4* x4 = reinterpret_cast<const uint4*>(xs);
     const int chunks = L.K >> 3;
-    int ul = div_p(s.a, tbl[j]), pi = s.a - ul * L.P, n_items = 0;
+    int ul = div_p(s.a, tbl[j]), pi = s.a - ul * L.P;
     for (int t = s.a; t < s.b; ++t) {
       if (!(var & 4)) wait_pending<D - 1>();  // this item's group is complete
       const uint4* slot = my_ring + (consumed % D) * C * 4 * 32;
@@ -289,7 +293,6 @@ __global__ void __launch_bounds__(kThreads, 1)
           }
         }
       }
-      ++n_items;
       if (++pi == L.P || t + 1 == s.b) {
         // The four rows' warp sums in 5 shuffles: halves trade rows, then quarters; lane 8r
         // ends with row r's sum.
@@ -306,40 +309,6 @@ __global__ void __launch_bounds__(kThreads, 1)
         if ((lane & 7) == 0) part[ul][warp][lane >> 3] = c;
 #pragma unroll
         for (int r = 0; r < 4; ++r) acc[r] = 0.f;
-        // The warp that completes the unit's P items sums the partials in warp order and
-        // stores the outputs at once: no CTA barrier between a CTA's last item and its stores.
-        __syncwarp();
-        const uint32_t add = (uint32_t(n_items) << 16) | (1u << warp);
-        uint32_t old = 0;
-        if (lane == 0) {
-          __threadfence_block();
-          old = atomicAdd(&arrive[ul], add);
-        }
-        const uint32_t now = __shfl_sync(0xffffffffu, old, 0) + add;
-        n_items = 0;
-        if (int(now >> 16) == L.P && !(var & 16)) {
-          __threadfence_block();
-          float v = 0.f;
-          if (lane < 4)
-            for (uint32_t m = now & 0xffffu; m; m &= m - 1) v += part[ul][__ffs(m) - 1][lane];
-          const float v0 = __shfl_sync(0xffffffffu, v, 0), v1 = __shfl_sync(0xffffffffu, v, 1);
-          const float v2 = __shfl_sync(0xffffffffu, v, 2), v3 = __shfl_sync(0xffffffffu, v, 3);
-          if (lane == 0) arrive[ul] = 0;
-          const uint32_t flag_out = flag_in + 1u;
-          if (L.gelu) {
-            if (lane == 0) {
-              const float y0 = rnd<bf16>(gelu_tanh(rnd<bf16>(v0))) * rnd<bf16>(v2);
-              const float y1 = rnd<bf16>(gelu_tanh(rnd<bf16>(v1))) * rnd<bf16>(v3);
-              __nv_bfloat162 p = __floats2bfloat162_rn(y0, y1);
-              st_ll(L.out + s.u0 + ul, *reinterpret_cast<uint32_t*>(&p), flag_out, var);
-            }
-          } else if (lane < 2) {
-            __nv_bfloat162 p = lane ? __floats2bfloat162_rn(v2, v3) : __floats2bfloat162_rn(v0, v1);
-            st_ll(L.out + int64_t(s.u0 + ul) * 2 + lane, *reinterpret_cast<uint32_t*>(&p), flag_out, var);
-          }
-        } else if (int(now >> 16) == L.P && lane == 0) {
-          arrive[ul] = 0;
-        }
         if (pi == L.P) {
           pi = 0;
           ++ul;
@@ -348,7 +317,50 @@ __global__ void __launch_bounds__(kThreads, 1)
       ++consumed;
       issue_next();  // into the slot just read, after the flush: it is off the link's critical path
     }
+    __syncthreads();
+    stamp(cta, j, 2);
+
+    // Each unit's rows: the partials of the warps whose shares touch it, summed by 16 lanes (one
+    // per warp slot) in a fixed shuffle tree; a serial loop over the slots in one thread cost
+    // ~2600 cycles a link on the critical path.
+    const uint32_t flag_out = flag_in + 1u;
+    const int words_per_unit = L.gelu ? 1 : 2;
+    const int words_out = s.nu * words_per_unit;
+    for (int base = 0; base < ((var & 16) ? 0 : words_out * 16); base += kThreads) {
+      const int idx = base + threadIdx.x, o = idx >> 4, w = idx & 15;
+      const int ul = o >> (words_per_unit - 1), half = o & (words_per_unit - 1);
+      float v[4] = {0.f, 0.f, 0.f, 0.f};
+      if (o < words_out) {
+        const int a = (w * s.T) >> 4, b = ((w + 1) * s.T) >> 4;
+        if (a < b && a < (ul + 1) * L.P && b > ul * L.P)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) v[r] = part[ul][w][r];
+      }
+#pragma unroll
+      for (int off = 8; off > 0; off >>= 1)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) v[r] += __shfl_xor_sync(0xffffffffu, v[r], off);
+      if (o < words_out && w == 0) {
+        if (o == 0) stamp(cta, j, 5);
+        float y0, y1;
+        int64_t word;
+        if (L.gelu) {
+          const float g0 = rnd<bf16>(v[0]), g1 = rnd<bf16>(v[1]);
+          y0 = rnd<bf16>(gelu_tanh(g0)) * rnd<bf16>(v[2]);
+          y1 = rnd<bf16>(gelu_tanh(g1)) * rnd<bf16>(v[3]);
+          word = s.u0 + ul;
+        } else {
+          y0 = half ? v[2] : v[0];  // not v[2 * half]: a dynamic index puts v in local memory
+          y1 = half ? v[3] : v[1];
+          word = int64_t(s.u0 + ul) * 2 + half;
+        }
+        __nv_bfloat162 p = __floats2bfloat162_rn(y0, y1);
+        if (o == 0) stamp(cta, j, 4);
+        st_ll(L.out + word, *reinterpret_cast<uint32_t*>(&p), flag_out, mode >> 4);
+      }
+    }
     stamp(cta, j, 3);
+    mark(cta, j, 1);
   }
 }
 
@@ -478,7 +490,7 @@ int main(int argc, char** argv) {
     Link* dl;
     GS_CUDA_CHECK(cudaMalloc(&dl, n * sizeof(Link)));
     GS_CUDA_CHECK(cudaMemcpy(dl, hl.data(), n * sizeof(Link), cudaMemcpyHostToDevice));
-    const int smem = kLinkTableBytes + 2 * kMaxK * 2 + kWarps * D * C * 4 * 32 * 16;
+    const int smem = kLinkTableBytes + kWarps * D * C * 4 * 32 * 16;
     static_assert(sizeof(Link) == 40);
     if (n > kMaxLinks) { printf("too many links\n"); exit(1); }
     GS_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -512,18 +524,50 @@ int main(int argc, char** argv) {
         int jn = j + 1;
         while (jn < n && hl[jn].N / 4 * (c + 1) / sms - hl[jn].N / 4 * c / sms == 0) ++jn;
         sum[j % 6][0] += a[1] - a[0];
-        sum[j % 6][1] += a[3] - a[1];
-        if (jn < n) sum[j % 6][2] += hs[c][jn][0] - a[3];
+        sum[j % 6][1] += a[2] - a[1];
+        sum[j % 6][2] += a[5] - a[2];
+        sum[j % 6][3] += a[4] - a[5];
+        sum[j % 6][4] += a[3] - a[4];
+        if (jn < n) sum[j % 6][5] += hs[c][jn][0] - a[3];
         cnt[j % 6] += 1;
       }
-    printf("    cycles by link kind (poll / items and stores / to next link):");
+    printf("    cycles by link kind (poll / items / sums / epilogue / store / to next link):");
     for (int k = 0; k < 6; ++k)
-      if (cnt[k] > 0) printf("  [%d] %.0f/%.0f/%.0f", k, sum[k][0] / cnt[k], sum[k][1] / cnt[k], sum[k][2] / cnt[k]);
+      if (cnt[k] > 0) printf("  [%d] %.0f/%.0f/%.0f/%.0f/%.0f/%.0f", k, sum[k][0] / cnt[k], sum[k][1] / cnt[k], sum[k][2] / cnt[k],
+                                sum[k][3] / cnt[k], sum[k][4] / cnt[k], sum[k][5] / cnt[k]);
     printf("\n");
+    if ((mode & 15) == 0) {
+      // Per link kind, mean over links (ns): the last producer after the median one, the first
+      // and the median consumer's completed poll after the last producer's stores, and the
+      // consumers' spread.
+      static unsigned long long tl[kMaxLinks][kMaxCtas][2];
+      GS_CUDA_CHECK(cudaMemcpyFromSymbol(tl, g_timeline, sizeof(tl)));
+      auto active = [&](int j, int c) { return hl[j].N / 4 * (c + 1) / sms - hl[j].N / 4 * c / sms > 0; };
+      double acc[6][4] = {}, cnt2[6] = {};
+      for (int j = 1; j < n; ++j) {
+        std::vector<double> prod, cons;
+        for (int c = 0; c < sms; ++c) {
+          if (active(j - 1, c)) prod.push_back(double(tl[j - 1][c][1]));
+          if (active(j, c)) cons.push_back(double(tl[j][c][0]));
+        }
+        std::sort(prod.begin(), prod.end());
+        std::sort(cons.begin(), cons.end());
+        const double pl = prod.back(), pm = prod[prod.size() / 2];
+        acc[j % 6][0] += pl - pm;
+        acc[j % 6][1] += cons.front() - pl;
+        acc[j % 6][2] += cons[cons.size() / 2] - pl;
+        acc[j % 6][3] += cons.back() - cons.front();
+        cnt2[j % 6] += 1;
+      }
+      printf("    ns by link kind (last producer - median / first poll done - last producer / median poll - last producer / poll spread):");
+      for (int k = 0; k < 6; ++k)
+        printf("  [%d] %.0f/%.0f/%.0f/%.0f", k, acc[k][0] / cnt2[k], acc[k][1] / cnt2[k], acc[k][2] / cnt2[k], acc[k][3] / cnt2[k]);
+      printf("\n");
+    }
     cudaFree(dl);
   };
   struct Cfg { Kern k; int C, D; };
-  const Cfg cfgs[] = {{chain_ll_kernel<1, 3>, 1, 3}, {chain_ll_kernel<2, 2>, 2, 2}, {chain_ll_kernel<1, 4>, 1, 4}};
+  const Cfg cfgs[] = {{chain_ll_kernel<1, 3>, 1, 3}, {chain_ll_kernel<2, 2>, 2, 2}, {chain_ll_kernel<1, 5>, 1, 5}};
 
   auto compare = [&](const char* what) {
     // The LL outputs against the PDL chain's, link by link (relative L2).
@@ -566,8 +610,6 @@ int main(int argc, char** argv) {
     run_ll(c.k, c.C, c.D, 0);
     compare("LL");
   }
-  printf("  re-polling without backoff\n");
-  run_ll(cfgs[0].k, cfgs[0].C, cfgs[0].D, 64 << 4);
   for (const Cfg& c : cfgs) run_ll(c.k, c.C, c.D, 1);
   const float t_pdl2 = time_graph(st, 4, pdl_chain);
   printf("PDL chain again: %.1f us\n", t_pdl2);
