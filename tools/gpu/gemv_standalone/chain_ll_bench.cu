@@ -7,8 +7,9 @@
 // and a 32-bit flag, stored in one access, so a reader that sees the flag sees the data. No
 // fence, no counter: a CTA polls its whole input (its norms could then run locally) and the poll
 // is the input load. Each warp streams its items (4 weight rows x C chunks a lane) of every link
-// in order through its own ring of D shared-memory slots (cp.async), so the next link's first
-// weights are in flight while the CTA polls that link's input.
+// in order through its own ring of D shared-memory slots (cp.async, or TMA bulk copies onto an
+// mbarrier a slot), so the next link's first weights are in flight while the CTA polls that
+// link's input.
 //
 // The chain is E2B's per-layer projections (qkv, o_proj, gate_up with the GeLU product, down,
 // PLE gate, PLE projection) over its 35 layers (the last 20 double-wide), each link's input the
@@ -160,6 +161,32 @@ __device__ __forceinline__ void copy_item(const Walk& w, int lane, uint4* slot) 
     }
   }
 }
+// The same item by the tensor memory accelerator instead: lane 0 issues one bulk copy a row
+// (the item's C x 512 bytes of a row are contiguous) completing on the slot's mbarrier. The
+// copies then go out through the TMA unit, not the load/store path the flags and polls use.
+// Slot layout [row][C x 32 chunks].
+template <int C>
+__device__ __forceinline__ void copy_item_bulk(const Walk& w, int lane, uint4* slot, uint64_t* bar) {
+  if (lane != 0) return;
+  const int c0 = w.p * C * 32, nch = min(C * 32, w.K8 - c0);
+  const uint32_t bytes = uint32_t(nch) * 16, b = uint32_t(__cvta_generic_to_shared(bar));
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(b), "r"(4 * bytes) : "memory");
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");  // the slot was just read by generic loads
+  const bf16* src[4] = {w.r0 + c0 * 8, w.r0 + w.K + c0 * 8, w.r2 + c0 * 8, w.r2 + w.K + c0 * 8};
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const uint32_t dst = uint32_t(__cvta_generic_to_shared(slot + r * C * 32));
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+                 ::"r"(dst), "l"(src[r]), "r"(bytes), "r"(b) : "memory");
+  }
+}
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
+  const uint32_t b = uint32_t(__cvta_generic_to_shared(bar));
+  uint32_t done = 0;
+  while (!done)
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
+                 : "=r"(done) : "r"(b), "r"(parity) : "memory");
+}
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void wait_pending() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
@@ -190,7 +217,7 @@ constexpr int ring_bytes() { return kWarps * D * C * 4 * 32 * 16; }
 // mode 0: LL flags polled; 1: no waiting (wrong results: the arithmetic and streaming alone).
 // Each warp streams its items of every link, in order, through its own ring of D slots: the
 // copies of the next link's first items are in flight while the CTA polls that link's input.
-template <int C, int D>
+template <int C, int D, bool kBulk>
 __global__ void __launch_bounds__(kThreads, 1)
     chain_ll_kernel(const Link* __restrict__ glinks, int nlinks, const uint32_t* __restrict__ epoch_ptr, int mode) {
   __shared__ __align__(16) bf16 xs[kMaxK];
@@ -213,6 +240,15 @@ __global__ void __launch_bounds__(kThreads, 1)
   const uint32_t epoch = *epoch_ptr;
   const int var = mode >> 4;  // ablations (main())
   uint4* my_ring = ring + warp * D * C * 4 * 32;
+  __shared__ __align__(8) uint64_t bars[kWarps][8];
+  if (kBulk) {
+    if (lane == 0) {
+      for (int d = 0; d < D; ++d)
+        asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(uint32_t(__cvta_generic_to_shared(&bars[warp][d]))));
+      asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    }
+    __syncwarp();
+  }
 
   Walk walk;
   walk.j = 0;
@@ -220,11 +256,16 @@ __global__ void __launch_bounds__(kThreads, 1)
   int issued = 0;  // items whose copies were issued (slot = index % D)
   auto issue_next = [&]() {
     if (walk.j < nlinks) {
-      if (!(var & 32)) copy_item<C>(walk, lane, my_ring + (issued % D) * C * 4 * 32);
+      if (kBulk) {
+        __syncwarp();  // every lane is done reading the slot
+        if (!(var & 32)) copy_item_bulk<C>(walk, lane, my_ring + (issued % D) * C * 4 * 32, &bars[warp][issued % D]);
+      } else if (!(var & 32)) {
+        copy_item<C>(walk, lane, my_ring + (issued % D) * C * 4 * 32);
+      }
       walk_next(walk, links, tbl, nlinks, warp);
       ++issued;
     }
-    commit();  // an empty group past the end keeps the count uniform
+    if (!kBulk) commit();  // an empty group past the end keeps the count uniform
   };
   for (int d = 0; d < D; ++d) issue_next();
   int consumed = 0;
@@ -277,7 +318,11 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int chunks = L.K >> 3;
     int ul = div_p(s.a, tbl[j]), pi = s.a - ul * L.P;
     for (int t = s.a; t < s.b; ++t) {
-      if (!(var & 4)) wait_pending<D - 1>();  // this item's group is complete
+      if (kBulk) {
+        if (!(var & 36)) mbar_wait(&bars[warp][consumed % D], uint32_t(consumed / D) & 1u);
+      } else if (!(var & 4)) {
+        wait_pending<D - 1>();  // this item's group is complete
+      }
       const uint4* slot = my_ring + (consumed % D) * C * 4 * 32;
 #pragma unroll
       for (int i = 0; i < C; ++i) {
@@ -287,7 +332,7 @@ __global__ void __launch_bounds__(kThreads, 1)
           unpack8(x4[ci], xf);
 #pragma unroll
           for (int r = 0; r < 4; ++r) {
-            unpack8(slot[(i * 4 + r) * 32 + lane], wf);
+            unpack8(slot[kBulk ? (r * C + i) * 32 + lane : (i * 4 + r) * 32 + lane], wf);
 #pragma unroll
             for (int e = 0; e < 8; ++e) acc[r] = fmaf(wf[e], xf[e], acc[r]);
           }
@@ -478,6 +523,8 @@ int main(int argc, char** argv) {
 
   using Kern = void (*)(const Link*, int, const uint32_t*, int);
   auto run_ll = [&](Kern kern, int C, int D, int mode) {
+    const bool bulk = kern == (Kern)chain_ll_kernel<1, 4, true> || kern == (Kern)chain_ll_kernel<2, 2, true> ||
+                      kern == (Kern)chain_ll_kernel<1, 5, true>;
     std::vector<Link> hl(n);
     for (int i = 0; i < n; ++i) {
       const int chunks = shapes[i].K / 8;
@@ -511,8 +558,8 @@ int main(int argc, char** argv) {
       GS_CUDA_CHECK(cudaLaunchKernelEx(&cfg, kern, (const Link*)dl, n, (const uint32_t*)epoch, mode));
     };
     const float t = time_graph(st, 4, launch);
-    printf("LL persistent, C=%d D=%d, mode %d (%d regs, %d B spill): %.1f us (%.2f TB/s, %.2f us a link over the floor)\n",
-           C, D, mode, fa.numRegs, int(fa.localSizeBytes), t, wtotal * 2 / t / 1e6, (t - wtotal * 2 / 4.29e6) / n);
+    printf("LL persistent, %s C=%d D=%d, mode %d (%d regs, %d B spill): %.1f us (%.2f TB/s, %.2f us a link over the floor)\n",
+           bulk ? "TMA" : "cp.async", C, D, mode, fa.numRegs, int(fa.localSizeBytes), t, wtotal * 2 / t / 1e6, (t - wtotal * 2 / 4.29e6) / n);
     static long long hs[kStampCtas][1280][6];
     GS_CUDA_CHECK(cudaMemcpyFromSymbol(hs, g_stamps, sizeof(hs)));
     // Mean cycles per phase by link kind over CTAs 0-3 (links a CTA owns no units of are skipped).
@@ -566,8 +613,10 @@ int main(int argc, char** argv) {
     }
     cudaFree(dl);
   };
-  struct Cfg { Kern k; int C, D; };
-  const Cfg cfgs[] = {{chain_ll_kernel<1, 3>, 1, 3}, {chain_ll_kernel<2, 2>, 2, 2}, {chain_ll_kernel<1, 5>, 1, 5}};
+  struct Cfg { Kern k; int C, D; };  // the last three copy weights by TMA bulk copies
+  const Cfg cfgs[] = {{chain_ll_kernel<1, 3, false>, 1, 3}, {chain_ll_kernel<2, 2, false>, 2, 2},
+                      {chain_ll_kernel<1, 5, false>, 1, 5}, {chain_ll_kernel<1, 4, true>, 1, 4},
+                      {chain_ll_kernel<2, 2, true>, 2, 2}, {chain_ll_kernel<1, 5, true>, 1, 5}};
 
   auto compare = [&](const char* what) {
     // The LL outputs against the PDL chain's, link by link (relative L2).
