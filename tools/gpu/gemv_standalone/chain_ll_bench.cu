@@ -1,4 +1,4 @@
-// Experiment (docs/perf/decode.md, "2026-11-27 09:50-10:20Z"): can one persistent kernel cross a
+// Experiment (docs/perf/decode.md, "2026-11-27 09:50-10:30Z"): can one persistent kernel cross a
 // batch-1 GEMV chain's links cheaper than a PDL kernel boundary (~1.6 us a link over the bytes)?
 //
 // The 11-25 persistent chain synchronised through counters: a fence after the outputs, a flag,
@@ -218,6 +218,24 @@ int main(int argc, char** argv) {
       if (cnt[k] > 0) printf("  [%d] %.0f/%.0f/%.0f/%.0f/%.0f/%.0f", k, sum[k][0] / cnt[k], sum[k][1] / cnt[k], sum[k][2] / cnt[k],
                                 sum[k][3] / cnt[k], sum[k][4] / cnt[k], sum[k][5] / cnt[k]);
     printf("\n");
+    {
+      static long long cw[kStampCtas][kMaxLinks][kWarps][2];
+      GS_CUDA_CHECK(cudaMemcpyFromSymbol(cw, g_copy_wait, sizeof(cw)));
+      double f[6] = {}, a[6] = {}, k[6] = {};
+      for (int c = 0; c < kStampCtas; ++c)
+        for (int j = 1; j < n; ++j) {
+          if (hl[j].N / 4 * (c + 1) / sms - hl[j].N / 4 * c / sms == 0) continue;
+          for (int w = 0; w < kWarps; ++w) {
+            f[j % 6] += double(cw[c][j][w][0]);
+            a[j % 6] += double(cw[c][j][w][1]);
+          }
+          k[j % 6] += kWarps;
+        }
+      printf("    copy waits a warp, cycles by link kind (first item / all items):");
+      for (int i = 0; i < 6; ++i)
+        if (k[i] > 0) printf("  [%d] %.0f/%.0f", i, f[i] / k[i], a[i] / k[i]);
+      printf("\n");
+    }
     if ((mode & 15) == 0) {
       // Per link kind, mean over links (ns): the last producer after the median one, the first
       // and the median consumer's completed poll after the last producer's stores, and the
@@ -292,6 +310,11 @@ int main(int argc, char** argv) {
   }
   for (const Cfg& c : cfgs) {
     run_ll(c.k, c.C, c.D, 0);
+    compare("LL");
+  }
+  printf("  with L2 prefetch of the next items while polling\n");
+  for (const Cfg& c : cfgs) {
+    run_ll(c.k, c.C, c.D, 128 << 4);
     compare("LL");
   }
   for (const Cfg& c : cfgs) run_ll(c.k, c.C, c.D, 1);

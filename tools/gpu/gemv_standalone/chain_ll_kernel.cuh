@@ -1,5 +1,5 @@
 // The persistent GEMV chain of chain_ll_bench.cu (see there and docs/perf/decode.md,
-// "2026-11-27 09:50-10:20Z"): links synchronised by LL flag words, weights streamed through a
+// "2026-11-27 09:50-10:30Z"): links synchronised by LL flag words, weights streamed through a
 // ring of shared-memory slots per warp. Included by chain_ll_bench.cu only.
 #pragma once
 #include <cuda_bf16.h>
@@ -161,6 +161,14 @@ __device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
     asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2; selp.u32 %0, 1, 0, p; }"
                  : "=r"(done) : "r"(b), "r"(parity) : "memory");
 }
+// Asks L2 for the walk's item (lanes 0-3, a row each): what a CTA prefetches while it waits.
+template <int C>
+__device__ __forceinline__ void prefetch_item_l2(const Walk& w, int lane) {
+  if (lane >= 4) return;
+  const int c0 = w.p * C * 32, nch = min(C * 32, w.K8 - c0);
+  const bf16* row = (lane & 2 ? w.r2 : w.r0) + (lane & 1 ? w.K : 0) + c0 * 8;
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(row), "r"(uint32_t(nch) * 16) : "memory");
+}
 __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
 template <int N>
 __device__ __forceinline__ void wait_pending() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
@@ -168,7 +176,12 @@ __device__ __forceinline__ void wait_pending() { asm volatile("cp.async.wait_gro
 // Thread 0's clock at four points of each link, for CTAs 0-3: before the poll, after it, after
 // the items, after the stores.
 constexpr int kStampCtas = 4;
+constexpr int kPrefetchItems = 8;
 __device__ long long g_stamps[kStampCtas][1280][6];
+// Cycles each warp of CTAs 0-3 waited for its weight copies in link j: its first item ([0], the
+// one right after the poll) and all its items ([1]). Long first waits mean the ring did not keep
+// HBM busy while the CTA polled.
+__device__ long long g_copy_wait[kStampCtas][kMaxLinks][kWarps][2];
 __device__ __forceinline__ void stamp(int cta, int j, int k) {
   if (threadIdx.x == 0 && cta < kStampCtas && j < 1280) g_stamps[cta][j][k] = clock64();
 }
@@ -243,12 +256,28 @@ __global__ void __launch_bounds__(kThreads, 1)
   };
   for (int d = 0; d < D; ++d) issue_next();
   int consumed = 0;
+  // var & 128: at each link's start, before its poll, the warp asks L2 for its items up to
+  // kPrefetchItems past the copy cursor, so HBM keeps streaming while the CTA waits (the ring
+  // alone is full of landed copies by then).
+  Walk pf = walk;
+  int pf_issued = issued;
 
   for (int j = 0; j < nlinks; ++j) {
     const Link L = links[j];
     const Share s = share_of(tbl[j], warp);
     if (s.nu == 0) continue;
     stamp(cta, j, 0);
+    if (var & 128) {
+      if (pf_issued < issued) {
+        pf = walk;
+        pf_issued = issued;
+      }
+      while (pf_issued < issued + kPrefetchItems && pf.j < nlinks) {
+        prefetch_item_l2<C>(pf, lane);
+        walk_next(pf, links, tbl, nlinks, warp);
+        ++pf_issued;
+      }
+    }
     const uint32_t flag_in = epoch * 1024u + uint32_t(j);  // link j-1's flag
     // Poll the whole input: the load of each word is the wait for it.
     const int words = L.K >> 1;
@@ -291,12 +320,17 @@ __global__ void __launch_bounds__(kThreads, 1)
     const uint4* x4 = reinterpret_cast<const uint4*>(xs);
     const int chunks = L.K >> 3;
     int ul = div_p(s.a, tbl[j]), pi = s.a - ul * L.P;
+    long long wait_first = 0, wait_all = 0;
     for (int t = s.a; t < s.b; ++t) {
+      const long long w0 = clock64();
       if (kBulk) {
         if (!(var & 36)) mbar_wait(&bars[warp][consumed % D], uint32_t(consumed / D) & 1u);
       } else if (!(var & 4)) {
         wait_pending<D - 1>();  // this item's group is complete
       }
+      const long long dw = clock64() - w0;
+      wait_all += dw;
+      if (t == s.a) wait_first = dw;
       const uint4* slot = my_ring + (consumed % D) * C * 4 * 32;
 #pragma unroll
       for (int i = 0; i < C; ++i) {
@@ -335,6 +369,10 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
       ++consumed;
       issue_next();  // into the slot just read, after the flush: it is off the link's critical path
+    }
+    if (cta < kStampCtas && lane == 0) {
+      g_copy_wait[cta][j][warp][0] = wait_first;
+      g_copy_wait[cta][j][warp][1] = wait_all;
     }
     __syncthreads();
     stamp(cta, j, 2);
