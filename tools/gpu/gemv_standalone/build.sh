@@ -10,7 +10,12 @@ for f in src/kernels/cuda/gemv.cu tools/gpu/gemv_standalone/gemv_check.cu tools/
          tools/gpu/gemv_standalone/chain_ll_bench.cu \
          src/kernels/cuda/cuda_check.cpp src/kernels/cuda/gemm.cpp src/core/dtype.cpp src/core/tensor.cpp; do
   o="$out/obj/$(basename "$f").o"
-  [[ $o -nt $f && $o -nt src/kernels/cuda/launch_util.h && $o -nt tools/gpu/gemv_standalone/chain_ll_kernel.cuh ]] && continue
+  newer=1
+  for dep in "$f" src/kernels/cuda/launch_util.h src/kernels/cuda/gemv_device.cuh tools/gpu/gemv_standalone/*.cuh \
+             tools/gpu/gemv_standalone/*.h; do
+    [[ $o -nt $dep ]] || newer=0
+  done
+  (( newer )) && continue
   # .cpp files through g++: nvcc 13 cannot compile fmt 9's headers (core/error.h).
   case $f in
     *.cu) nvcc "${flags[@]}" -c "$f" -o "$o" ;;

@@ -35,6 +35,7 @@
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/launch_util.h"
+#include "graph_timer.h"
 #include "chain_ll_kernel.cuh"
 
 using namespace gs;
@@ -58,29 +59,6 @@ __global__ void fill_uniform(bf16* p, size_t n, float a, uint32_t seed) {
   }
 }
 
-template <typename F>
-float time_graph(cudaStream_t st, int reps, F&& body) {
-  cudaGraph_t g;
-  GS_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < reps; ++i) body();
-  GS_CUDA_CHECK(cudaStreamEndCapture(st, &g));
-  cudaGraphExec_t ge;
-  GS_CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  for (int i = 0; i < 2; ++i) GS_CUDA_CHECK(cudaGraphLaunch(ge, st));
-  const int iters = 10;
-  cudaEventRecord(a, st);
-  for (int i = 0; i < iters; ++i) GS_CUDA_CHECK(cudaGraphLaunch(ge, st));
-  cudaEventRecord(b, st);
-  GS_CUDA_CHECK(cudaStreamSynchronize(st));
-  float ms = 0;
-  cudaEventElapsedTime(&ms, a, b);
-  cudaGraphExecDestroy(ge);
-  cudaGraphDestroy(g);
-  return ms * 1000.f / (iters * reps);
-}
 
 float bf(uint16_t b) {
   uint32_t u = uint32_t(b) << 16;

@@ -7,12 +7,14 @@
 #include <cstdint>
 
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/gemv_device.cuh"
 
 namespace chain_ll {
 
 using gs::cuda::bf16;
 using gs::cuda::gelu_tanh;
 using gs::cuda::rnd;
+using gs::cuda::gemv_impl::unpack8;
 
 
 constexpr int kWarps = 16;  // one CTA of 512 threads an SM
@@ -40,15 +42,6 @@ __device__ __forceinline__ void st_ll(uint2* p, uint32_t data, uint32_t flag, in
   if (var & 2) return;
   if (var & 1) asm volatile("st.relaxed.gpu.global.v2.u32 [%0], {%1,%2};" ::"l"(p), "r"(data), "r"(flag) : "memory");
   else asm volatile("st.volatile.global.v2.u32 [%0], {%1,%2};" ::"l"(p), "r"(data), "r"(flag) : "memory");
-}
-__device__ __forceinline__ void unpack8(const uint4 raw, float (&f)[8]) {
-  const __nv_bfloat162* p = reinterpret_cast<const __nv_bfloat162*>(&raw);
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    float2 t = __bfloat1622float2(p[i]);
-    f[2 * i] = t.x;
-    f[2 * i + 1] = t.y;
-  }
 }
 
 // A CTA's units of a link and a warp's contiguous share of the CTA's (unit, part) items.

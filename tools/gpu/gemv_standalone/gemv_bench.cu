@@ -16,6 +16,7 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/launch_util.h"
+#include "graph_timer.h"
 
 using namespace gs;
 using namespace gs::cuda;
@@ -28,29 +29,6 @@ __global__ void producer(__nv_bfloat16* x, int K) {
   for (int i = threadIdx.x; i < K; i += blockDim.x) row[i] = __float2bfloat16(__bfloat162float(row[i]) * 0.5f + 0.25f);
 }
 
-template <typename F>
-float time_graph(cudaStream_t st, int reps, F&& body) {
-  cudaGraph_t g;
-  GS_CUDA_CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < reps; ++i) body();
-  GS_CUDA_CHECK(cudaStreamEndCapture(st, &g));
-  cudaGraphExec_t ge;
-  GS_CUDA_CHECK(cudaGraphInstantiate(&ge, g, 0));
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  for (int i = 0; i < 3; ++i) GS_CUDA_CHECK(cudaGraphLaunch(ge, st));
-  const int iters = 10;
-  cudaEventRecord(a, st);
-  for (int i = 0; i < iters; ++i) GS_CUDA_CHECK(cudaGraphLaunch(ge, st));
-  cudaEventRecord(b, st);
-  GS_CUDA_CHECK(cudaStreamSynchronize(st));
-  float ms = 0;
-  cudaEventElapsedTime(&ms, a, b);
-  cudaGraphExecDestroy(ge);
-  cudaGraphDestroy(g);
-  return ms * 1000.f / (iters * reps);
-}
 
 int main(int argc, char** argv) {
   const bool pdl = pdl_enabled();
