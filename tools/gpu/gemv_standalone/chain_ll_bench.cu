@@ -151,8 +151,7 @@ int main(int argc, char** argv) {
     GS_CUDA_CHECK(cudaMalloc(&dl, n * sizeof(Link)));
     GS_CUDA_CHECK(cudaMemcpy(dl, hl.data(), n * sizeof(Link), cudaMemcpyHostToDevice));
     const int smem = kLinkTableBytes + kWarps * D * C * 4 * 32 * 16;
-    static_assert(sizeof(Link) == 40);
-    if (n > kMaxLinks) { printf("too many links\n"); exit(1); }
+    if (n > kMaxLinks || sms > kMaxCtas) { printf("more than %d links or %d SMs\n", kMaxLinks, kMaxCtas); exit(1); }
     GS_CUDA_CHECK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
     cudaFuncAttributes fa;
     GS_CUDA_CHECK(cudaFuncGetAttributes(&fa, kern));
@@ -173,7 +172,7 @@ int main(int argc, char** argv) {
     const float t = time_graph(st, 4, launch);
     printf("LL persistent, %s C=%d D=%d, mode %d (%d regs, %d B spill): %.1f us (%.2f TB/s, %.2f us a link over the floor)\n",
            bulk ? "TMA" : "cp.async", C, D, mode, fa.numRegs, int(fa.localSizeBytes), t, wtotal * 2 / t / 1e6, (t - wtotal * 2 / 4.29e6) / n);
-    static long long hs[kStampCtas][1280][6];
+    static long long hs[kStampCtas][kMaxLinks][6];
     GS_CUDA_CHECK(cudaMemcpyFromSymbol(hs, g_stamps, sizeof(hs)));
     // Mean cycles per phase by link kind over CTAs 0-3 (links a CTA owns no units of are skipped).
     double sum[6][6] = {}, cnt[6] = {};

@@ -38,10 +38,8 @@ __device__ __forceinline__ uint2 ld_ll(const uint2* p) {
   asm volatile("ld.volatile.global.v2.u32 {%0,%1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p) : "memory");
   return v;
 }
-__device__ __forceinline__ void st_ll(uint2* p, uint32_t data, uint32_t flag, int var) {
-  if (var & 2) return;
-  if (var & 1) asm volatile("st.relaxed.gpu.global.v2.u32 [%0], {%1,%2};" ::"l"(p), "r"(data), "r"(flag) : "memory");
-  else asm volatile("st.volatile.global.v2.u32 [%0], {%1,%2};" ::"l"(p), "r"(data), "r"(flag) : "memory");
+__device__ __forceinline__ void st_ll(uint2* p, uint32_t data, uint32_t flag) {
+  asm volatile("st.volatile.global.v2.u32 [%0], {%1,%2};" ::"l"(p), "r"(data), "r"(flag) : "memory");
 }
 
 // A CTA's units of a link and a warp's contiguous share of the CTA's (unit, part) items.
@@ -166,17 +164,17 @@ __device__ __forceinline__ void commit() { asm volatile("cp.async.commit_group;"
 template <int N>
 __device__ __forceinline__ void wait_pending() { asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory"); }
 
-// Thread 0's clock at four points of each link, for CTAs 0-3: before the poll, after it, after
-// the items, after the stores.
+// Thread 0's clock at six points of each link, for CTAs 0-3: [0] before the poll, [1] after it,
+// [2] after the items, [5] after the cross-warp sums, [4] before its store, [3] after the stores.
 constexpr int kStampCtas = 4;
 constexpr int kPrefetchItems = 8;
-__device__ long long g_stamps[kStampCtas][1280][6];
+__device__ long long g_stamps[kStampCtas][kMaxLinks][6];
 // Cycles each warp of CTAs 0-3 waited for its weight copies in link j: its first item ([0], the
 // one right after the poll) and all its items ([1]). Long first waits mean the ring did not keep
 // HBM busy while the CTA polled.
 __device__ long long g_copy_wait[kStampCtas][kMaxLinks][kWarps][2];
 __device__ __forceinline__ void stamp(int cta, int j, int k) {
-  if (threadIdx.x == 0 && cta < kStampCtas && j < 1280) g_stamps[cta][j][k] = clock64();
+  if (threadIdx.x == 0 && cta < kStampCtas) g_stamps[cta][j][k] = clock64();
 }
 // Every CTA's global time (ns) when its poll of link j completed ([0]) and when thread 0 left
 // link j's stores ([1]): across CTAs, the producers' spread and the flags' trip to the consumers.
@@ -190,11 +188,11 @@ __device__ __forceinline__ void mark(int cta, int j, int k) {
   }
 }
 
-constexpr int kLinkTableBytes = kMaxLinks * 40;
-template <int C, int D>
-constexpr int ring_bytes() { return kWarps * D * C * 4 * 32 * 16; }
+constexpr int kLinkTableBytes = kMaxLinks * int(sizeof(Link));
 
-// mode 0: LL flags polled; 1: no waiting (wrong results: the arithmetic and streaming alone).
+// mode & 15: 0 polls the LL flags; 1 does not wait (wrong results: the arithmetic and streaming
+// alone). var = mode >> 4, ablations and variants: 2 no stores, 4 no copy waits, 8 no FMAs,
+// 16 no cross-warp sums, 32 no weight copies, 128 L2 prefetch of the next items at each poll.
 // Each warp streams its items of every link, in order, through its own ring of D slots: the
 // copies of the next link's first items are in flight while the CTA polls that link's input.
 template <int C, int D, bool kBulk>
@@ -406,7 +404,7 @@ __global__ void __launch_bounds__(kThreads, 1)
         }
         __nv_bfloat162 p = __floats2bfloat162_rn(y0, y1);
         if (o == 0) stamp(cta, j, 4);
-        st_ll(L.out + word, *reinterpret_cast<uint32_t*>(&p), flag_out, mode >> 4);
+        if (!(var & 2)) st_ll(L.out + word, *reinterpret_cast<uint32_t*>(&p), flag_out);
       }
     }
     stamp(cta, j, 3);
