@@ -28,9 +28,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <vector>
 
+#include "core/dtype.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/gemv.h"
@@ -57,14 +57,6 @@ __global__ void fill_uniform(bf16* p, size_t n, float a, uint32_t seed) {
     h ^= h >> 16;
     p[i] = __float2bfloat16((float(h) * (1.f / 4294967296.f) * 2.f - 1.f) * a);
   }
-}
-
-
-float bf(uint16_t b) {
-  uint32_t u = uint32_t(b) << 16;
-  float f;
-  memcpy(&f, &u, 4);
-  return f;
 }
 
 }  // namespace
@@ -260,8 +252,8 @@ int main(int argc, char** argv) {
       GS_CUDA_CHECK(cudaMemcpy(b.data(), ll[i], outs / 2 * 8, cudaMemcpyDeviceToHost));
       double num = 0, den = 0;
       for (int k = 0; k < outs; ++k) {
-        const float ref = bf(a[k]);
-        const float got = bf(uint16_t(k & 1 ? b[k / 2].x >> 16 : b[k / 2].x & 0xffff));
+        const float ref = bf16_to_f32(a[k]);
+        const float got = bf16_to_f32(uint16_t(k & 1 ? b[k / 2].x >> 16 : b[k / 2].x & 0xffff));
         num += double(got - ref) * (got - ref);
         den += double(ref) * ref;
       }
