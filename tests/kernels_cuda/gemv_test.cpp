@@ -40,7 +40,38 @@ TEST_F(Gemv, EveryMOddNBothOutDtypes) {
       }
     }
   }
-  cuda::gemv_set_mma_min_rows(cuda::kGemvMaxRows + 1);  // the default
+  cuda::gemv_set_mma_min_rows(cuda::kGemvMmaMinRows);  // the default
+}
+
+// The tensor-core variant in every shape it can be set to (shared-memory stages, n8 tiles per warp,
+// K split up to the block's four warps), with rows that leave a warp's tiles short, K below one
+// stage and off the stage size, and M on both sides of 8 (x rows g + 8 loaded or not).
+TEST_F(Gemv, TensorCoreVariantInEveryShape) {
+  struct NK { int64_t n, k; };
+  cuda::gemv_set_mma_min_rows(1);
+  for (int stages : {2, 3, 4})
+    for (int tiles : {1, 2})
+      for (int warps_per_sm : {1, 16, 4096}) {
+        cuda::gemv_set_mma_shape(stages, tiles, warps_per_sm);
+        for (int64_t m : {1, 3, 8, 9, 16})
+          for (NK s : {NK{1, 8}, NK{17, 264}, NK{1536, 2056}, NK{40, 8200}}) {
+            const std::string what = "mma " + std::to_string(stages) + "," + std::to_string(tiles) + "," +
+                                     std::to_string(warps_per_sm) + " M=" + std::to_string(m) +
+                                     " N=" + std::to_string(s.n) + " K=" + std::to_string(s.k);
+            auto x = random_bf16(m * s.k);
+            auto [wc, wg] = weight(random_bf16(s.n * s.k), Shape{s.n, s.k});
+            Tensor xc = cpu_act(x, {m, s.k}), xg = gpu_act(x, {m, s.k});
+            Tensor oc = cpu->empty(DType::F32, {m, s.n});
+            cpu->matmul(xc, wc, oc);
+            Tensor og = gpu_poisoned(DType::F32, {m, s.n});
+            gpu->synchronize();
+            cuda::launch_gemv(xg.data, wg.data, og.data, DType::F32, m, s.n, s.k, nullptr);
+            ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+            expect_close(og, oc, 1e-3, what);
+          }
+      }
+  cuda::gemv_set_mma_shape(3, 1, 16);  // the defaults
+  cuda::gemv_set_mma_min_rows(cuda::kGemvMmaMinRows);
 }
 
 TEST_F(Gemv, DecodeShapesOfE2B) {
@@ -71,6 +102,8 @@ constexpr double kFusedGeluTol = 2e-2;
 
 TEST_F(Gemv, FusedGeluEpiloguesMatchTheTwoOps) {
   struct IK { int64_t n, k; };
+  // The epilogues run on the FMA kernel only, so the plain GEMV they are compared with must too.
+  cuda::gemv_set_mma_min_rows(cuda::kGemvMaxRows + 1);
   auto bits = [&](const Tensor& t) { return download(*gpu, t); };
   for (int64_t m : {1, 3, 16})
     for (IK s : {IK{1, 8}, IK{7, 264}, IK{6144, 1536}, IK{256, 1536}, IK{5, 21504}}) {
@@ -117,6 +150,7 @@ TEST_F(Gemv, FusedGeluEpiloguesMatchTheTwoOps) {
       gpu->matmul_gelu_mul_pair(xg, vg, bg, pb);
       expect_close(pb, pc, kFusedGeluTol, "backend matmul_gelu_mul_pair " + what);
     }
+  cuda::gemv_set_mma_min_rows(cuda::kGemvMmaMinRows);  // the default
 }
 
 // Weights too big for one wave of blocks stream through a grid of at most one wave whose warp

@@ -43,7 +43,8 @@ constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
 // took E2B and E4B 11% faster, but 26B-A4B 3% and 31B 11% slower; the weights of those two are
 // wider (2816 and 5376) and one that long keeps the GEMV's FMA pipe busier than its loads. So two
 // rows take it only on weights whose shorter side is at most kGemvTwoRowMaxDim (every weight of
-// E2B and E4B, and none of 31B's; GS_GEMV_M2_MAX_DIM overrides). From M = 4 cuBLASLt wins.
+// E2B and E4B, and none of 31B's; GS_GEMV_M2_MAX_DIM overrides). From 3 rows the GEMV's tensor-core
+// variant takes small weights (below) and cuBLASLt the rest.
 constexpr int kDefaultGemvMaxRows = 2;
 constexpr int64_t kGemvTwoRowMaxDim = 2560;
 
@@ -78,6 +79,20 @@ int64_t gemv_max_weight_bytes() {
   return v;
 }
 bool gemv_shape_wins(int64_t n, int64_t k) { return n * k * 2 <= gemv_max_weight_bytes() || k <= 4096; }
+
+// From 3 to 16 rows the GEMV's tensor-core variant (gemv_mma.cuh) takes weights of at most this
+// many bytes; bigger ones stay on cuBLASLt, which streams them faster. Standalone at 8 rows on the
+// H200 (2026-11-27, docs/perf/decode.md), us per call: E2B o_proj (6.3 MB) 4.7 against cuBLASLt's
+// 5.6, PLE projection 1.9 against 2.5, but qkv (7.9 MB) 5.8 against 5.2 and gate_up 15.5 against
+// 11.6. GS_GEMV_MMA_MAX_MB overrides (0: cuBLASLt always).
+constexpr int64_t kGemvMmaMaxBytes = int64_t(13) << 19;  // 6.5 MB
+int64_t gemv_mma_max_bytes() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("GS_GEMV_MMA_MAX_MB");
+    return e && *e ? int64_t(std::atof(e) * (1 << 20)) : kGemvMmaMaxBytes;
+  }();
+  return v;
+}
 
 // GS_PROFILE_SKIP (benchmarks only): a comma list of op classes left out of every step, so that
 // bench-decode shows what they cost inside a replayed graph, where no profiler sees kernel times
@@ -227,16 +242,25 @@ class CudaBackend final : public Backend {
     else
       gemm_->matmul_raw(x.data, w.data, out.data, out.dtype, m, n, k);
   }
-  // Decode-sized x on a weight the GEMV streams faster, in a layout it takes (checked operands).
-  static bool gemv_routes(const Tensor& x, const Tensor& w, const Tensor& out) {
-    return x.rows() <= gemv_max_rows() && gemv_shape_wins(w.dim(0), x.cols()) &&
+  // Decode-sized x on a weight the GEMV's FMA kernel streams faster, in a layout it takes
+  // (checked operands).
+  static bool gemv_fma_routes(const Tensor& x, const Tensor& w, const Tensor& out) {
+    return x.rows() <= gemv_max_rows() && x.rows() < cuda::kGemvMmaMinRows && gemv_shape_wins(w.dim(0), x.cols()) &&
            (x.rows() == 1 || std::min(w.dim(0), x.cols()) <= gemv_two_row_max_dim()) &&
            cuda::gemv_supported(x.rows(), w.dim(0), x.cols(), out.dtype, x.data, w.data);
   }
-  // The fused forms run where the plain matmul would take the GEMV, with bf16 activations;
-  // otherwise the two ops.
+  // ... or a few rows on a small weight, which its tensor-core variant takes.
+  static bool gemv_routes(const Tensor& x, const Tensor& w, const Tensor& out) {
+    const int64_t m = x.rows();
+    const bool mma = m >= cuda::kGemvMmaMinRows && w.dim(0) * x.cols() * 2 <= gemv_mma_max_bytes() &&
+                     cuda::gemv_supported(m, w.dim(0), x.cols(), out.dtype, x.data, w.data);
+    return mma || gemv_fma_routes(x, w, out);
+  }
+  // The fused forms (FMA kernel only) run where the plain matmul would take that kernel, with bf16
+  // activations; otherwise the two ops.
   static bool gemv_takes(const Tensor& x, const Tensor& w, const Tensor& out) {
-    return x.dtype == DType::BF16 && w.dtype == DType::BF16 && out.dtype == DType::BF16 && gemv_routes(x, w, out);
+    return x.dtype == DType::BF16 && w.dtype == DType::BF16 && out.dtype == DType::BF16 &&
+           gemv_fma_routes(x, w, out);
   }
   void matmul_gelu_mul(const Tensor& x, const Tensor& w, const Tensor& gate_up, const Tensor& out) override {
     if (skipped(kSkipMatmul)) return;

@@ -16,7 +16,9 @@
 #include "kernels/cuda/gemv.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <type_traits>
 
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_math.cuh"
@@ -179,27 +181,64 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
   launch_pdl("gemv_kernel", kernel, dim3(blocks), dim3(kThreads), 0, stream, x, w, out, M, N, K, ks, pf, aux);
 }
 
-// Off by default (kGemvMaxRows + 1): on the H200 the mma variant beat the FMA kernel from M = 4
-// but lost to cuBLASLt at every decode shape there (docs/perf/kernels.md); it stays, tested, as
-// the starting point for M 2-16.
-int g_mma_min_rows = kGemvMaxRows + 1;
+// From kGemvMmaMinRows rows the tensor-core variant runs (the backend sends it only small weights
+// at those sizes, where it beats cuBLASLt: cuda_backend.cpp).
+int g_mma_min_rows = kGemvMmaMinRows;
 
-template <bool kHigh, typename OutT>
-void launch_mma(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cudaStream_t stream) {
-  auto kernel = gemv_mma_kernel<kHigh, OutT>;
-  static const int blocks_per_sm = occupancy(kernel);
+// The mma variant's shape: stages in each warp's shared-memory ring, n8 tiles per warp, and the
+// warps per SM below which K is split. 3,1,16 was the best all-round of those tried (H200,
+// 2026-11-27, docs/perf/decode.md); GS_GEMV_MMA="STAGES,TILES,WARPS_PER_SM" for A/B runs.
+struct MmaShape {
+  int stages = 3, tiles = 1, warps_per_sm = 16;
+};
+MmaShape sanitized(MmaShape v) {
+  if (v.stages < 2 || v.stages > 4) v.stages = 3;
+  if (v.tiles != 1 && v.tiles != 2) v.tiles = 1;
+  v.warps_per_sm = std::max(1, v.warps_per_sm);
+  return v;
+}
+MmaShape g_mma_shape = [] {
+  MmaShape v;
+  if (const char* e = std::getenv("GS_GEMV_MMA")) std::sscanf(e, "%d,%d,%d", &v.stages, &v.tiles, &v.warps_per_sm);
+  return sanitized(v);
+}();
+const MmaShape& mma_shape() { return g_mma_shape; }
+
+template <bool kHigh, int kStages, int kTiles, typename OutT>
+void launch_mma_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cudaStream_t stream) {
+  auto kernel = gemv_mma_kernel<kHigh, kStages, kTiles, OutT>;
+  constexpr size_t smem = mma_smem_bytes<kStages, kTiles>();
+  static const bool opted_in = (allow_smem(kernel, smem), true);
+  (void)opted_in;
   const int sms = sm_count();
   const int C = K / 8;
   int ks = 1;
+  const int rows_per_warp = kMmaRowsPerTile * kTiles;
   auto blocks_for = [&](int k_split) {
-    const int rows_per_block = (kWarps / k_split) * kMmaRowsPerWarp;
+    const int rows_per_block = (kWarps / k_split) * rows_per_warp;
     return (N + rows_per_block - 1) / rows_per_block;
   };
-  // Same rule as the FMA kernel: split K in the block while there are under 16 warps per SM
-  // and every warp keeps at least one 4-chunk k-step.
-  while (ks < kWarps && blocks_for(ks) * kWarps < 16 * sms && C >= 4 * (2 * ks)) ks *= 2;
-  const uint32_t pf = l2_prefetch_per_row(N, K, int64_t(blocks_per_sm) * sms * (kWarps / ks) * kMmaRowsPerWarp);
-  launch_pdl("gemv_mma_kernel", kernel, dim3(blocks_for(ks)), dim3(kThreads), 0, stream, x, w, out, M, N, K, ks, pf);
+  // As for the FMA kernel: split K in the block while there are fewer warps per SM than the
+  // shape asks and every warp keeps at least two stages.
+  while (ks < kWarps && blocks_for(ks) * kWarps < mma_shape().warps_per_sm * sms &&
+         C >= kMmaStageChunks * (2 * ks) * 2)
+    ks *= 2;
+  launch_pdl("gemv_mma_kernel", kernel, dim3(blocks_for(ks)), dim3(kThreads), smem, stream, x, w, out, M, N, K, ks);
+}
+
+template <bool kHigh, typename OutT>
+void launch_mma(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cudaStream_t stream) {
+  const MmaShape& s = mma_shape();
+  auto by_stages = [&](auto tiles) {
+    constexpr int T = decltype(tiles)::value;
+    switch (s.stages) {
+      case 2: return launch_mma_t<kHigh, 2, T>(x, w, out, M, N, K, stream);
+      case 3: return launch_mma_t<kHigh, 3, T>(x, w, out, M, N, K, stream);
+      default: return launch_mma_t<kHigh, 4, T>(x, w, out, M, N, K, stream);
+    }
+  };
+  if (s.tiles == 2) by_stages(std::integral_constant<int, 2>{});
+  else by_stages(std::integral_constant<int, 1>{});
 }
 
 // The FMA kernel at the smallest compile-time row bound MT >= M. The fused epilogues run on it only
@@ -260,6 +299,9 @@ void launch_gemv_gelu_mul_aux(const void* x, const void* w, const void* aux, voi
 
 void gemv_set_l2_prefetch_budget(int64_t bytes) { g_l2_budget = bytes; }
 void gemv_set_mma_min_rows(int m) { g_mma_min_rows = m; }
+void gemv_set_mma_shape(int stages, int tiles, int warps_per_sm) {
+  g_mma_shape = sanitized({stages, tiles, warps_per_sm});
+}
 void gemv_set_streaming(bool on) { g_streaming = on; }
 
 }  // namespace gs::cuda

@@ -18,6 +18,8 @@ namespace gs::cuda {
 // The largest M the GEMV takes. The cuda backend sends it only M <= GS_GEMV_MAX_M (default 1) and
 // the weights it measured faster on (cuda_backend.cpp); everything else goes to cuBLASLt.
 constexpr int kGemvMaxRows = 16;
+// Rows from which launch_gemv runs the tensor-core variant (gemv_mma.cuh) instead of the FMA one.
+constexpr int kGemvMmaMinRows = 3;
 
 // True when launch_gemv accepts these operands: 1 <= M <= kGemvMaxRows, K a multiple of 8,
 // x and w 16-byte aligned, out bf16 or f32.
@@ -44,8 +46,12 @@ void launch_gemv_gelu_mul_aux(const void* x, const void* w, const void* aux, voi
 // row the block asks L2 to prefetch before its wait (cp.async.bulk.prefetch), as a total budget
 // over the blocks resident at once; 0 (the default since 2026-11-27) turns the L2 prefetch off.
 void gemv_set_l2_prefetch_budget(int64_t bytes);
-// M from which the tensor-core variant runs instead of the FMA one (kGemvMaxRows + 1: never).
+// M from which the tensor-core variant runs instead of the FMA one (default kGemvMmaMinRows;
+// kGemvMaxRows + 1: never).
 void gemv_set_mma_min_rows(int m);
+// The tensor-core variant's shape: shared-memory stages per warp (2-4), n8 tiles per warp (1 or 2),
+// and the warps per SM below which it splits K (default 3, 1, 16).
+void gemv_set_mma_shape(int stages, int tiles, int warps_per_sm);
 // Whether one- and two-row weights too big for one wave of blocks stream through a grid of at most
 // one wave (default, unless GS_GEMV_STREAM=0) or run in waves. Both give the same bits.
 void gemv_set_streaming(bool on);

@@ -6,45 +6,70 @@
 
 namespace gs::cuda::gemv_impl {
 
-// For M above a few rows the FMA kernel above runs out of issue slots (64·M FMAs per 16-byte
-// weight chunk per lane), so this one does the dot products with mma.sync m16n8k16: A = x (16
-// rows m, rows >= M zero), B = w^T (k16 x n8: 8 weight rows per warp), f32 accumulators.
+// For M above two rows the FMA kernel runs out of issue slots (64·M FMAs per 16-byte weight chunk
+// per lane), so this one does the dot products with mma.sync m16n8k16: A = x (16 rows m, rows >= M
+// zero), B = w^T (k16 x n8: 8 weight rows a tile), f32 accumulators.
 //
-// The trick that keeps the loads 16 bytes wide: a dot product does not care in which order k is
-// summed, so an mma's "logical" k may map to any actual k as long as A and B use the same map.
-// Lane (g = lane/4, p = lane%4) loads the 16-byte chunk ch = base + p of weight row g and the same
-// chunk of x rows g and g+8; its four bf16 pairs feed two mma k-steps (pairs 0,1 then 2,3). For
-// every logical k the 8 lanes with the same p read the same actual k, which is all the fragment
-// layout needs. Each accumulator ends complete for one (m, n): no shuffles.
-constexpr int kMmaRowsPerWarp = 8;
-constexpr int kMmaStages = 8;  // chunks each lane has in flight: 128 B
+// The weights reach the fragments through shared memory. mma.sync wants lane (g = lane/4,
+// p = lane%4) to hold row g of a tile, so loading fragments straight from global memory makes every
+// warp load touch 8 rows x 64 bytes: that version streamed at half the FMA kernel's rate (E2B's LM
+// head 309-345 us against 181; gate_up at 8 rows 20-33 us against cuBLASLt's 11.8; H200, 11-27).
+// Here each warp copies whole 512-byte row pieces (lane L: chunk L of each of its rows) into its own
+// ring of kStages shared-memory stages with cp.async, and reads them back in fragment order. The
+// stages before the PDL wait are weights only, as in the FMA kernel, but held in shared memory
+// instead of registers.
+//
+// The fragment map: a dot product does not care in which order k is summed, so an mma's "logical"
+// k may map to any actual k as long as A and B use the same map. In round j of a stage, lane (g, p)
+// takes 16-byte chunk 4j + p of its weight rows and the same chunk of x rows g and g + 8; its four
+// bf16 pairs feed two mma k-steps (pairs 0,1 then 2,3). For every logical k the 8 lanes with the
+// same p read the same actual k, which is all the fragment layout needs. Each accumulator ends
+// complete for one (m, n): no shuffles.
+//
+// Stage layout: [8·kTiles rows][32 chunks], chunk c of row r at c ^ ((r & 7) << 2): the 8 lanes of
+// a read phase (two rows, four chunks) fall on 8 distinct 16-byte bank groups.
+constexpr int kMmaRowsPerTile = 8;
+constexpr int kMmaStageChunks = 32;  // chunks per row a stage holds (a warp's 32 lanes, one each)
+
+template <int kStages, int kTiles>
+constexpr size_t mma_smem_bytes() {
+  return size_t(kWarps) * kStages * kTiles * kMmaRowsPerTile * kMmaStageChunks * 16;
+}
+
+__device__ __forceinline__ int mma_swizzle(int r, int c) { return c ^ ((r & 7) << 2); }
 
 // kHigh: M > 8, so x rows g+8 are loaded too (otherwise they are zero).
-template <bool kHigh, typename OutT>
+template <bool kHigh, int kStages, int kTiles, typename OutT>
 __global__ void __launch_bounds__(kThreads) gemv_mma_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
-                                                            OutT* __restrict__ out, int M, int N, int K, int ks,
-                                                            uint32_t pf_row_bytes) {
+                                                            OutT* __restrict__ out, int M, int N, int K, int ks) {
+  constexpr int kRows = kMmaRowsPerTile * kTiles;
+  constexpr int kStageChunks = kRows * kMmaStageChunks;
+  extern __shared__ uint4 gemv_mma_ring[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, p = lane & 3;
   const int kpart = warp % ks, group = warp / ks, groups = kWarps / ks;
-  const int row0 = (blockIdx.x * groups + group) * kMmaRowsPerWarp;
+  const int row0 = (blockIdx.x * groups + group) * kRows;
   const int C = K >> 3;
-  const int stride = 4 * ks;  // chunks between a warp's consecutive k-steps
-  const bf16* wrow = w + int64_t(min(row0 + g, N - 1)) * K;
-  const uint4 zero = make_uint4(0, 0, 0, 0);
+  // The warp's stages: chunks first + i·step + (0..31), i = 0..n-1.
+  const int first = kpart * kMmaStageChunks, step = kMmaStageChunks * ks;
+  const int n = first < C ? (C - first + step - 1) / step : 0;
+  uint4* ring = gemv_mma_ring + size_t(warp) * kStages * kStageChunks;
+
+  auto issue = [&](int i) {
+    uint4* stage = ring + (i % kStages) * kStageChunks;
+    const int c = first + i * step + lane;
+#pragma unroll
+    for (int r = 0; r < kRows; ++r) {
+      const bf16* src = w + int64_t(min(row0 + r, N - 1)) * K + int64_t(min(c, C - 1)) * 8;
+      attn::cp_async16(stage + r * kMmaStageChunks + mma_swizzle(r, lane), src, c < C);
+    }
+  };
 
   // ---- before the wait: weights only ----
-  int b = kpart * 4;  // warp-uniform chunk base; the lane's chunk is b + p
-  uint4 wb[kMmaStages];
 #pragma unroll
-  for (int s = 0; s < kMmaStages; ++s) {
-    const int ch = b + s * stride + p;
-    wb[s] = ch < C ? ld_weight(wrow + int64_t(ch) * 8) : zero;
-  }
-  if (pf_row_bytes && kpart == 0 && p == 0 && row0 + g < N) {
-    const uint32_t skip = uint32_t(kMmaStages * stride * 16), row_bytes = uint32_t(K) * 2;
-    const uint32_t end = min(pf_row_bytes, row_bytes);
-    if (end > skip) prefetch_l2(reinterpret_cast<const char*>(wrow) + skip, end - skip);
+  for (int i = 0; i < kStages - 1; ++i) {
+    if (i < n) issue(i);
+    attn::cp_async_commit();  // always commit: group i holds stage i
   }
 
   pdl_wait();
@@ -53,43 +78,58 @@ __global__ void __launch_bounds__(kThreads) gemv_mma_kernel(const bf16* __restri
   const bool lo = g < M, hi = kHigh && g + 8 < M;
   const bf16* xlo = x + int64_t(lo ? g : 0) * K;
   const bf16* xhi = x + int64_t(hi ? g + 8 : 0) * K;
-  float acc[4] = {0.f, 0.f, 0.f, 0.f};
-  for (; b < C; b += kMmaStages * stride) {
+  const uint4 zero = make_uint4(0, 0, 0, 0);
+  float acc[kTiles][4] = {};
+  for (int i = 0; i < n; ++i) {
+    if (i + kStages - 1 < n) issue(i + kStages - 1);
+    attn::cp_async_commit();
+    attn::cp_async_wait<kStages - 1>();  // stage i landed (this lane's copies)
+    __syncwarp();                        // ... and every lane's
+    const uint4* stage = ring + (i % kStages) * kStageChunks;
+    const int base = first + i * step;
 #pragma unroll
-    for (int s = 0; s < kMmaStages; ++s) {
-      const int bs = b + s * stride;
-      if (bs < C) {  // warp-uniform: mma needs the whole warp
-        const int ch = bs + p;
-        const bool ok = ch < C;
-        const uint4 xl = ok && lo ? *reinterpret_cast<const uint4*>(xlo + int64_t(ch) * 8) : zero;
-        const uint4 xh = ok && hi ? *reinterpret_cast<const uint4*>(xhi + int64_t(ch) * 8) : zero;
-        const uint4 wv = wb[s];
-        const int cn = ch + kMmaStages * stride;
-        wb[s] = cn < C ? ld_weight(wrow + int64_t(cn) * 8) : zero;
-        const uint32_t a01[4] = {xl.x, xh.x, xl.y, xh.y}, a23[4] = {xl.z, xh.z, xl.w, xh.w};
-        attn::mma_bf16_16816(acc, a01, wv.x, wv.y);
-        attn::mma_bf16_16816(acc, a23, wv.z, wv.w);
+    for (int j = 0; j < kMmaStageChunks / 4; ++j) {
+      const int ch = base + 4 * j + p;
+      const bool ok = ch < C;
+      const uint4 xl = ok && lo ? *reinterpret_cast<const uint4*>(xlo + int64_t(ch) * 8) : zero;
+      const uint4 xh = ok && hi ? *reinterpret_cast<const uint4*>(xhi + int64_t(ch) * 8) : zero;
+      const uint32_t a01[4] = {xl.x, xh.x, xl.y, xh.y}, a23[4] = {xl.z, xh.z, xl.w, xh.w};
+#pragma unroll
+      for (int t = 0; t < kTiles; ++t) {
+        const int r = t * kMmaRowsPerTile + g;
+        const uint4 wv = stage[r * kMmaStageChunks + mma_swizzle(r, 4 * j + p)];
+        attn::mma_bf16_16816(acc[t], a01, wv.x, wv.y);
+        attn::mma_bf16_16816(acc[t], a23, wv.z, wv.w);
       }
     }
+    __syncwarp();  // every lane is done with the stage before it is refilled
   }
 
   if (ks > 1) {
-    __shared__ float part[kWarps][32][4];
+    // The ring is idle now; its first bytes carry the partial sums.
+    __syncthreads();
+    float* part = reinterpret_cast<float*>(gemv_mma_ring);  // [kWarps][32][kTiles·4]
 #pragma unroll
-    for (int j = 0; j < 4; ++j) part[warp][lane][j] = acc[j];
+    for (int t = 0; t < kTiles; ++t)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) part[(warp * 32 + lane) * kTiles * 4 + t * 4 + j] = acc[t][j];
     __syncthreads();
     if (kpart != 0) return;
     for (int q = 1; q < ks; ++q)
 #pragma unroll
-      for (int j = 0; j < 4; ++j) acc[j] += part[warp + q][lane][j];
+      for (int t = 0; t < kTiles; ++t)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[t][j] += part[((warp + q) * 32 + lane) * kTiles * 4 + t * 4 + j];
   }
 
-  // C fragment: acc[0..1] = (m g, n 2p..2p+1), acc[2..3] = (m g+8, same n).
+  // C fragment of tile t: acc[t][0..1] = (m g, n 2p..2p+1), acc[t][2..3] = (m g+8, same n).
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int m = g + (j >> 1) * 8, n = row0 + 2 * p + (j & 1);
-    if (m < M && n < N) out[int64_t(m) * N + n] = from_f32<OutT>(acc[j]);
-  }
+  for (int t = 0; t < kTiles; ++t)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const int m = g + (j >> 1) * 8, n = row0 + t * kMmaRowsPerTile + 2 * p + (j & 1);
+      if (m < M && n < N) out[int64_t(m) * N + n] = from_f32<OutT>(acc[t][j]);
+    }
 }
 
 }  // namespace gs::cuda::gemv_impl

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Builds the standalone GEMV check and bench with nvcc alone (no CMake): OUT_DIR/gemv_check,
-# OUT_DIR/gemv_bench, OUT_DIR/chain_ll_bench. usage: tools/gpu/gemv_standalone/build.sh OUT_DIR   (from the repo root)
+# OUT_DIR/gemv_bench, OUT_DIR/chain_ll_bench, OUT_DIR/lt_sweep. usage: tools/gpu/gemv_standalone/build.sh OUT_DIR   (from the repo root)
 set -euo pipefail
 out=${1:?usage: build.sh OUT_DIR}
 mkdir -p "$out/obj"
 flags=(-gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=compute_80 -std=c++20
        --expt-relaxed-constexpr -O3 -I src)
 for f in src/kernels/cuda/gemv.cu tools/gpu/gemv_standalone/gemv_check.cu tools/gpu/gemv_standalone/gemv_bench.cu \
-         tools/gpu/gemv_standalone/chain_ll_bench.cu \
+         tools/gpu/gemv_standalone/chain_ll_bench.cu tools/gpu/gemv_standalone/lt_sweep.cpp \
          src/kernels/cuda/cuda_check.cpp src/kernels/cuda/gemm.cpp src/core/dtype.cpp src/core/tensor.cpp; do
   o="$out/obj/$(basename "$f").o"
   newer=1
@@ -26,3 +26,4 @@ common=("$out/obj/gemv.cu.o" "$out/obj/cuda_check.cpp.o" "$out/obj/dtype.cpp.o" 
 nvcc "${flags[@]}" -o "$out/gemv_check" "$out/obj/gemv_check.cu.o" "${common[@]}" -lgtest_main -lgtest -lfmt -lcublasLt -lcudart
 nvcc "${flags[@]}" -o "$out/gemv_bench" "$out/obj/gemv_bench.cu.o" "$out/obj/gemm.cpp.o" "${common[@]}" -lfmt -lcublasLt -lcudart
 nvcc "${flags[@]}" -o "$out/chain_ll_bench" "$out/obj/chain_ll_bench.cu.o" "${common[@]}" -lfmt -lcublasLt -lcudart
+nvcc "${flags[@]}" -o "$out/lt_sweep" "$out/obj/lt_sweep.cpp.o" "${common[@]}" -lfmt -lcublasLt -lcudart

@@ -83,7 +83,7 @@ TEST(Gemv, EveryMOddShapes) {
       for (auto [N, K] : {std::pair{1, 8}, {7, 24}, {33, 256}, {257, 1536}, {1031, 2056}, {3, 21504}, {9, 40}})
         for (DType od : {DType::F32, DType::BF16}) check(M, N, K, od);
   }
-  gemv_set_mma_min_rows(kGemvMaxRows + 1);  // the default
+  gemv_set_mma_min_rows(kGemvMmaMinRows);  // the default
 }
 
 TEST(Gemv, DecodeShapes) {
