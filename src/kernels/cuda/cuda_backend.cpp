@@ -84,12 +84,21 @@ bool gemv_shape_wins(int64_t n, int64_t k) { return n * k * 2 <= gemv_max_weight
 // many bytes; bigger ones stay on cuBLASLt, which streams them faster. Standalone at 8 rows on the
 // H200 (2026-11-27, docs/perf/decode.md), us per call: E2B o_proj (6.3 MB) 4.7 against cuBLASLt's
 // 5.6, PLE projection 1.9 against 2.5, but qkv (7.9 MB) 5.8 against 5.2 and gate_up 15.5 against
-// 11.6. GS_GEMV_MMA_MAX_MB overrides (0: cuBLASLt always).
+// 11.6. Up to kGemvMmaMaxRows rows: at 16 E2B's step was 2.6% slower than with cuBLASLt, at 3-8
+// 7.5-11% faster. GS_GEMV_MMA_MAX_MB (0: cuBLASLt always) and GS_GEMV_MMA_MAX_M override them.
 constexpr int64_t kGemvMmaMaxBytes = int64_t(13) << 19;  // 6.5 MB
+constexpr int kGemvMmaMaxRows = 8;
 int64_t gemv_mma_max_bytes() {
   static const int64_t v = [] {
     const char* e = std::getenv("GS_GEMV_MMA_MAX_MB");
     return e && *e ? int64_t(std::atof(e) * (1 << 20)) : kGemvMmaMaxBytes;
+  }();
+  return v;
+}
+int gemv_mma_max_rows() {
+  static const int v = [] {
+    const char* e = std::getenv("GS_GEMV_MMA_MAX_M");
+    return e && *e ? std::clamp(std::atoi(e), 0, cuda::kGemvMaxRows) : kGemvMmaMaxRows;
   }();
   return v;
 }
@@ -249,10 +258,11 @@ class CudaBackend final : public Backend {
            (x.rows() == 1 || std::min(w.dim(0), x.cols()) <= gemv_two_row_max_dim()) &&
            cuda::gemv_supported(x.rows(), w.dim(0), x.cols(), out.dtype, x.data, w.data);
   }
-  // ... or a few rows on a small weight, which its tensor-core variant takes.
+  // ... or 3-8 rows on a small weight, which its tensor-core variant takes.
   static bool gemv_routes(const Tensor& x, const Tensor& w, const Tensor& out) {
     const int64_t m = x.rows();
-    const bool mma = m >= cuda::kGemvMmaMinRows && w.dim(0) * x.cols() * 2 <= gemv_mma_max_bytes() &&
+    const bool mma = m >= cuda::kGemvMmaMinRows && m <= gemv_mma_max_rows() &&
+                     w.dim(0) * x.cols() * 2 <= gemv_mma_max_bytes() &&
                      cuda::gemv_supported(m, w.dim(0), x.cols(), out.dtype, x.data, w.data);
     return mma || gemv_fma_routes(x, w, out);
   }
