@@ -80,13 +80,16 @@ int64_t gemv_max_weight_bytes() {
 }
 bool gemv_shape_wins(int64_t n, int64_t k) { return n * k * 2 <= gemv_max_weight_bytes() || k <= 4096; }
 
-// From 3 to 16 rows the GEMV's tensor-core variant (gemv_mma.cuh) takes weights of at most this
-// many bytes; bigger ones stay on cuBLASLt, which streams them faster. Standalone at 8 rows on the
-// H200 (2026-11-27, docs/perf/decode.md), us per call: E2B o_proj (6.3 MB) 4.7 against cuBLASLt's
-// 5.6, PLE projection 1.9 against 2.5, but qkv (7.9 MB) 5.8 against 5.2 and gate_up 15.5 against
-// 11.6. Up to kGemvMmaMaxRows rows: at 16 E2B's step was 2.6% slower than with cuBLASLt, at 3-8
-// 7.5-11% faster. GS_GEMV_MMA_MAX_MB (0: cuBLASLt always) and GS_GEMV_MMA_MAX_M override them.
-constexpr int64_t kGemvMmaMaxBytes = int64_t(13) << 19;  // 6.5 MB
+// From 3 to 8 rows the GEMV's tensor-core variant (gemv_mma.cuh) takes weights of at most
+// kGemvMmaMaxBytes with rows of at most kGemvMmaMaxK; the rest stay on cuBLASLt, which streams
+// them faster. In the step on the H200 (2026-11-27, docs/perf/decode.md), against cuBLASLt for all:
+// up to 6.5 MB (E2B's o_proj and PLE projection) E2B's step at 3 / 4 / 8 rows went 2.73 / 2.73 /
+// 2.78 -> 2.42 / 2.45 / 2.56 ms; adding E2B's qkv (7.9 MB) -2.5 us more, E4B's o_proj and qkv (10.5
+// and 15.7 MB) 3.99 -> 3.81 ms at 4 rows, but E2B's down (18.9 MB, K = 6144) +25 us and every
+// weight up to 64 MB +0.2 ms. At 12-16 rows it lost (E2B 2.88 -> 2.94 ms at 12).
+// GS_GEMV_MMA_MAX_MB (0: cuBLASLt always) and GS_GEMV_MMA_MAX_M override the bounds.
+constexpr int64_t kGemvMmaMaxBytes = int64_t(20) << 20;
+constexpr int64_t kGemvMmaMaxK = 4096;
 constexpr int kGemvMmaMaxRows = 8;
 int64_t gemv_mma_max_bytes() {
   static const int64_t v = [] {
@@ -262,7 +265,7 @@ class CudaBackend final : public Backend {
   static bool gemv_routes(const Tensor& x, const Tensor& w, const Tensor& out) {
     const int64_t m = x.rows();
     const bool mma = m >= cuda::kGemvMmaMinRows && m <= gemv_mma_max_rows() &&
-                     w.dim(0) * x.cols() * 2 <= gemv_mma_max_bytes() &&
+                     w.dim(0) * x.cols() * 2 <= gemv_mma_max_bytes() && x.cols() <= kGemvMmaMaxK &&
                      cuda::gemv_supported(m, w.dim(0), x.cols(), out.dtype, x.data, w.data);
     return mma || gemv_fma_routes(x, w, out);
   }
