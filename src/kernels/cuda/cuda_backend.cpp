@@ -82,11 +82,12 @@ bool gemv_shape_wins(int64_t n, int64_t k) { return n * k * 2 <= gemv_max_weight
 
 // From 3 to 8 rows the GEMV's tensor-core variant (gemv_mma.cuh) takes weights of at most
 // kGemvMmaMaxBytes with rows of at most kGemvMmaMaxK; the rest stay on cuBLASLt, which streams
-// them faster. In the step on the H200 (2026-11-27, docs/perf/decode.md), against cuBLASLt for all:
-// up to 6.5 MB (E2B's o_proj and PLE projection) E2B's step at 3 / 4 / 8 rows went 2.73 / 2.73 /
-// 2.78 -> 2.42 / 2.45 / 2.56 ms; adding E2B's qkv (7.9 MB) -2.5 us more, E4B's o_proj and qkv (10.5
-// and 15.7 MB) 3.99 -> 3.81 ms at 4 rows, but E2B's down (18.9 MB, K = 6144) +25 us and every
-// weight up to 64 MB +0.2 ms. At 12-16 rows it lost (E2B 2.88 -> 2.94 ms at 12).
+// them faster. In the step on the H200 (2026-11-27, docs/perf/decode.md), ms at 3 / 4 / 8 rows
+// against cuBLASLt for all: E2B 2.77 / 2.80 / 2.80 -> 2.44 / 2.47 / 2.56, E4B 4.24 / 4.27 / 4.37
+// -> 3.86 / 3.90 / 4.05-4.07, 26B-A4B 5.40 / 6.08 / 8.32 -> 5.37 / 6.09 / 8.40 (its shared
+// expert's down projection), 31B unchanged. Bounds from the same runs: E2B's down (18.9 MB,
+// K = 6144) cost 25 us more on this kernel, every weight up to 64 MB 0.2 ms, and 12-16 rows lost
+// (E2B 2.88 -> 2.94 ms at 12, 2.98 -> 3.05-3.08 at 16).
 // GS_GEMV_MMA_MAX_MB (0: cuBLASLt always) and GS_GEMV_MMA_MAX_M override the bounds.
 constexpr int64_t kGemvMmaMaxBytes = int64_t(20) << 20;
 constexpr int64_t kGemvMmaMaxK = 4096;

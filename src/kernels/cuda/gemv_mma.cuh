@@ -1,4 +1,5 @@
-// The decode GEMV on tensor cores (off by default, gemv.cu). Included by gemv.cu only.
+// The decode GEMV on tensor cores, for 3-16 rows (gemv.cu; the backend sends it 3-8 rows on small
+// weights). Included by gemv.cu only.
 #pragma once
 #include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/gemv_device.cuh"
