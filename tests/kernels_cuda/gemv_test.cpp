@@ -153,6 +153,54 @@ TEST_F(Gemv, FusedGeluEpiloguesMatchTheTwoOps) {
   cuda::gemv_set_mma_min_rows(cuda::kGemvMmaMinRows);  // the default
 }
 
+// The tensor-core variant's fused epilogues (from kGemvMmaMinRows rows) against the cpu backend
+// and against its own plain output followed by the elementwise op. Not bit for bit: GeluMul pairs
+// two tiles a warp, so its K split can differ from the plain launch's and the sums round apart.
+TEST_F(Gemv, TensorCoreFusedEpilogues) {
+  struct IK { int64_t n, k; };
+  cuda::gemv_set_mma_min_rows(1);
+  for (int stages : {2, 3, 4})
+    for (int tiles : {1, 2}) {
+      cuda::gemv_set_mma_shape(stages, tiles, 16);
+      for (int64_t m : {1, 3, 8, 9, 16})
+        for (IK s : {IK{1, 8}, IK{7, 264}, IK{6144, 1536}, IK{256, 1536}, IK{5, 8200}}) {
+          const std::string what = "mma " + std::to_string(stages) + "," + std::to_string(tiles) +
+                                   " M=" + std::to_string(m) + " N=" + std::to_string(s.n) + " K=" + std::to_string(s.k);
+          auto x = random_bf16(m * s.k);
+          Tensor xc = cpu_act(x, {m, s.k}), xg = gpu_act(x, {m, s.k});
+          const float ws = 1.5f / std::sqrt(float(s.k));
+          auto [wc, wg] = weight(random_bf16(2 * s.n * s.k, -ws, ws), Shape{2 * s.n, s.k});
+          Tensor gu = gpu_poisoned(DType::BF16, {m, 2 * s.n}), two_ops = gpu_poisoned(DType::BF16, {m, s.n});
+          Tensor fused = gpu_poisoned(DType::BF16, {m, s.n});
+          auto b = random_bf16(m * s.n);
+          Tensor bc = cpu_act(b, {m, s.n}), bg = gpu_act(b, {m, s.n});
+          auto [vc, vg] = weight(random_bf16(s.n * s.k, -ws, ws), Shape{s.n, s.k});
+          Tensor g = gpu_poisoned(DType::BF16, {m, s.n}), pair = gpu_poisoned(DType::BF16, {m, s.n});
+          Tensor fused_aux = gpu_poisoned(DType::BF16, {m, s.n});
+          gpu->synchronize();
+          cuda::launch_gemv(xg.data, wg.data, gu.data, DType::BF16, m, 2 * s.n, s.k, nullptr);
+          cuda::launch_gemv_gelu_mul(xg.data, wg.data, fused.data, m, s.n, s.k, nullptr);
+          cuda::launch_gemv(xg.data, vg.data, g.data, DType::BF16, m, s.n, s.k, nullptr);
+          cuda::launch_gemv_gelu_mul_aux(xg.data, vg.data, bg.data, fused_aux.data, m, s.n, s.k, nullptr);
+          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+          gpu->gelu_tanh_mul(gu, two_ops);
+          gpu->gelu_tanh_mul_pair(g, bg, pair);
+          Tensor oc = cpu->empty(DType::F32, {m, s.n}), guc = cpu->empty(DType::F32, {m, 2 * s.n});
+          cpu->matmul_gelu_mul(xc, wc, guc, oc);
+          Tensor pc = cpu->empty(DType::F32, {m, s.n});
+          cpu->matmul_gelu_mul_pair(xc, vc, bc, pc);
+          expect_close(fused, oc, kFusedGeluTol, "gelu_mul vs cpu " + what);
+          expect_close(fused_aux, pc, kFusedGeluTol, "gelu_mul_aux vs cpu " + what);
+          EXPECT_LE(rel_error(download(*gpu, fused), download(*gpu, two_ops)), kFusedGeluTol)
+              << "gelu_mul vs two ops " << what;
+          EXPECT_LE(rel_error(download(*gpu, fused_aux), download(*gpu, pair)), kFusedGeluTol)
+              << "gelu_mul_aux vs two ops " << what;
+        }
+    }
+  cuda::gemv_set_mma_shape(3, 1, 16);  // the defaults
+  cuda::gemv_set_mma_min_rows(cuda::kGemvMmaMinRows);
+}
+
 // Weights too big for one wave of blocks stream through a grid of at most one wave whose warp
 // groups take several row groups each (gemv_stream.cuh). The sums are the waves' in the same
 // order, so both launches give the same bits, for each epilogue; and both match the cpu. Shapes:

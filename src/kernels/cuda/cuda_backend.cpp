@@ -99,6 +99,17 @@ int64_t gemv_mma_max_bytes() {
   }();
   return v;
 }
+// The fused GeLU forms (gate_up, the PLE gate) at 3-8 rows take the tensor-core variant's
+// epilogues on weights of at most this many bytes (K <= kGemvMmaMaxK too), cuBLASLt and the
+// elementwise kernel otherwise. GS_GEMV_MMA_FUSED_MAX_MB overrides it (0: never).
+constexpr int64_t kGemvMmaFusedMaxBytes = int64_t(20) << 20;
+int64_t gemv_mma_fused_max_bytes() {
+  static const int64_t v = [] {
+    const char* e = std::getenv("GS_GEMV_MMA_FUSED_MAX_MB");
+    return e && *e ? int64_t(std::atof(e) * (1 << 20)) : kGemvMmaFusedMaxBytes;
+  }();
+  return v;
+}
 int gemv_mma_max_rows() {
   static const int v = [] {
     const char* e = std::getenv("GS_GEMV_MMA_MAX_M");
@@ -263,18 +274,19 @@ class CudaBackend final : public Backend {
            cuda::gemv_supported(x.rows(), w.dim(0), x.cols(), out.dtype, x.data, w.data);
   }
   // ... or 3-8 rows on a small weight, which its tensor-core variant takes.
-  static bool gemv_routes(const Tensor& x, const Tensor& w, const Tensor& out) {
+  static bool gemv_mma_routes(const Tensor& x, const Tensor& w, const Tensor& out, int64_t max_bytes) {
     const int64_t m = x.rows();
-    const bool mma = m >= cuda::kGemvMmaMinRows && m <= gemv_mma_max_rows() &&
-                     w.dim(0) * x.cols() * 2 <= gemv_mma_max_bytes() && x.cols() <= kGemvMmaMaxK &&
-                     cuda::gemv_supported(m, w.dim(0), x.cols(), out.dtype, x.data, w.data);
-    return mma || gemv_fma_routes(x, w, out);
+    return m >= cuda::kGemvMmaMinRows && m <= gemv_mma_max_rows() && w.dim(0) * x.cols() * 2 <= max_bytes &&
+           x.cols() <= kGemvMmaMaxK && cuda::gemv_supported(m, w.dim(0), x.cols(), out.dtype, x.data, w.data);
   }
-  // The fused forms (FMA kernel only) run where the plain matmul would take that kernel, with bf16
+  static bool gemv_routes(const Tensor& x, const Tensor& w, const Tensor& out) {
+    return gemv_mma_routes(x, w, out, gemv_mma_max_bytes()) || gemv_fma_routes(x, w, out);
+  }
+  // The fused forms run where the GEMV takes them (its bounds for them above), with bf16
   // activations; otherwise the two ops.
   static bool gemv_takes(const Tensor& x, const Tensor& w, const Tensor& out) {
     return x.dtype == DType::BF16 && w.dtype == DType::BF16 && out.dtype == DType::BF16 &&
-           gemv_fma_routes(x, w, out);
+           (gemv_fma_routes(x, w, out) || gemv_mma_routes(x, w, out, gemv_mma_fused_max_bytes()));
   }
   void matmul_gelu_mul(const Tensor& x, const Tensor& w, const Tensor& gate_up, const Tensor& out) override {
     if (skipped(kSkipMatmul)) return;

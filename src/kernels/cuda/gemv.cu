@@ -204,9 +204,10 @@ MmaShape g_mma_shape = [] {
 }();
 const MmaShape& mma_shape() { return g_mma_shape; }
 
-template <bool kHigh, int kStages, int kTiles, typename OutT>
-void launch_mma_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cudaStream_t stream) {
-  auto kernel = gemv_mma_kernel<kHigh, kStages, kTiles, OutT>;
+template <bool kHigh, int kStages, int kTiles, typename OutT, Epi E>
+void launch_mma_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, const bf16* aux,
+                  cudaStream_t stream) {
+  auto kernel = gemv_mma_kernel<kHigh, kStages, kTiles, OutT, E>;
   constexpr size_t smem = mma_smem_bytes<kStages, kTiles>();
   static const bool opted_in = (allow_smem(kernel, smem), true);
   (void)opted_in;
@@ -223,26 +224,32 @@ void launch_mma_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, 
   while (ks < kWarps && blocks_for(ks) * kWarps < mma_shape().warps_per_sm * sms &&
          C >= kMmaStageChunks * (2 * ks) * 2)
     ks *= 2;
-  launch_pdl("gemv_mma_kernel", kernel, dim3(blocks_for(ks)), dim3(kThreads), smem, stream, x, w, out, M, N, K, ks);
+  launch_pdl("gemv_mma_kernel", kernel, dim3(blocks_for(ks)), dim3(kThreads), smem, stream, x, w, out, M, N, K, ks,
+             aux);
 }
 
-template <bool kHigh, typename OutT>
-void launch_mma(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cudaStream_t stream) {
+// N: weight rows (2I for GeluMul, which always pairs two tiles).
+template <typename OutT, Epi E>
+void launch_mma(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, const bf16* aux, cudaStream_t stream) {
   const MmaShape& s = mma_shape();
-  auto by_stages = [&](auto tiles) {
+  auto by_stages = [&](auto high, auto tiles) {
+    constexpr bool H = decltype(high)::value;
     constexpr int T = decltype(tiles)::value;
     switch (s.stages) {
-      case 2: return launch_mma_t<kHigh, 2, T>(x, w, out, M, N, K, stream);
-      case 3: return launch_mma_t<kHigh, 3, T>(x, w, out, M, N, K, stream);
-      default: return launch_mma_t<kHigh, 4, T>(x, w, out, M, N, K, stream);
+      case 2: return launch_mma_t<H, 2, T, OutT, E>(x, w, out, M, N, K, aux, stream);
+      case 4: return launch_mma_t<H, 4, T, OutT, E>(x, w, out, M, N, K, aux, stream);
+      default: return launch_mma_t<H, 3, T, OutT, E>(x, w, out, M, N, K, aux, stream);
     }
   };
-  if (s.tiles == 2) by_stages(std::integral_constant<int, 2>{});
-  else by_stages(std::integral_constant<int, 1>{});
+  auto by_tiles = [&](auto high) {
+    if (E == Epi::GeluMul || s.tiles == 2) by_stages(high, std::integral_constant<int, 2>{});
+    else if constexpr (E != Epi::GeluMul) by_stages(high, std::integral_constant<int, 1>{});
+  };
+  if (M > 8) by_tiles(std::true_type{});
+  else by_tiles(std::false_type{});
 }
 
-// The FMA kernel at the smallest compile-time row bound MT >= M. The fused epilogues run on it only
-// (the tensor-core variant is off by default).
+// The FMA kernel at the smallest compile-time row bound MT >= M (below g_mma_min_rows rows).
 template <typename OutT, Epi E>
 void launch_fma(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, const bf16* aux, cudaStream_t stream) {
   if (M <= 1) launch_t<1, OutT, E>(x, w, out, M, N, K, stream, aux);
@@ -252,14 +259,10 @@ void launch_fma(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, co
   else launch_t<16, OutT, E>(x, w, out, M, N, K, stream, aux);
 }
 
-template <typename OutT>
-void dispatch_m(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cudaStream_t stream) {
-  if (M >= g_mma_min_rows) {
-    if (M <= 8) launch_mma<false>(x, w, out, M, N, K, stream);
-    else launch_mma<true>(x, w, out, M, N, K, stream);
-    return;
-  }
-  launch_fma<OutT, Epi::Store>(x, w, out, M, N, K, nullptr, stream);
+template <typename OutT, Epi E>
+void dispatch_m(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, const bf16* aux, cudaStream_t stream) {
+  if (M >= g_mma_min_rows) launch_mma<OutT, E>(x, w, out, M, N, K, aux, stream);
+  else launch_fma<OutT, E>(x, w, out, M, N, K, aux, stream);
 }
 
 }  // namespace
@@ -276,15 +279,17 @@ void launch_gemv(const void* x, const void* w, void* out, DType out_dtype, int64
           " out ", dtype_name(out_dtype), " (M <= ", kGemvMaxRows, ", K % 8 == 0, 16-byte aligned x and w)");
   const bf16* xb = static_cast<const bf16*>(x);
   const bf16* wb = static_cast<const bf16*>(w);
-  if (out_dtype == DType::F32) dispatch_m(xb, wb, static_cast<float*>(out), int(m), int(n), int(k), stream);
-  else dispatch_m(xb, wb, static_cast<bf16*>(out), int(m), int(n), int(k), stream);
+  if (out_dtype == DType::F32)
+    dispatch_m<float, Epi::Store>(xb, wb, static_cast<float*>(out), int(m), int(n), int(k), nullptr, stream);
+  else
+    dispatch_m<bf16, Epi::Store>(xb, wb, static_cast<bf16*>(out), int(m), int(n), int(k), nullptr, stream);
 }
 
 void launch_gemv_gelu_mul(const void* x, const void* w, void* out, int64_t m, int64_t inter, int64_t k,
                           cudaStream_t stream) {
   require(gemv_supported(m, 2 * inter, k, DType::BF16, x, w), "gemv_gelu_mul: unsupported operands M=", m,
           " I=", inter, " K=", k);
-  launch_fma<bf16, Epi::GeluMul>(static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(out),
+  dispatch_m<bf16, Epi::GeluMul>(static_cast<const bf16*>(x), static_cast<const bf16*>(w), static_cast<bf16*>(out),
                                  int(m), int(2 * inter), int(k), nullptr, stream);
 }
 
@@ -292,7 +297,7 @@ void launch_gemv_gelu_mul_aux(const void* x, const void* w, const void* aux, voi
                               int64_t k, cudaStream_t stream) {
   require(gemv_supported(m, n, k, DType::BF16, x, w) && aux, "gemv_gelu_mul_aux: unsupported operands M=", m,
           " N=", n, " K=", k);
-  launch_fma<bf16, Epi::GeluMulAux>(static_cast<const bf16*>(x), static_cast<const bf16*>(w),
+  dispatch_m<bf16, Epi::GeluMulAux>(static_cast<const bf16*>(x), static_cast<const bf16*>(w),
                                     static_cast<bf16*>(out), int(m), int(n), int(k), static_cast<const bf16*>(aux),
                                     stream);
 }

@@ -39,17 +39,35 @@ constexpr size_t mma_smem_bytes() {
 
 __device__ __forceinline__ int mma_swizzle(int r, int c) { return c ^ ((r & 7) << 2); }
 
+// The weight row behind row r of a warp's stage (unit: the warp's index in the grid). Store and
+// GeluMulAux: 8·kTiles consecutive rows. GeluMul (N = 2I, two tiles): gate rows j..j+7 in tile 0
+// and the matching up rows I+j.. in tile 1, so a lane's two accumulators of one (m, n) are both
+// factors of one output. Rows past the end read the last valid one (never stored).
+template <Epi E, int kTiles>
+__device__ __forceinline__ int mma_weight_row(int unit, int r, int N) {
+  if constexpr (E == Epi::GeluMul) {
+    static_assert(kTiles == 2, "GeluMul pairs a gate tile with an up tile");
+    const int I = N >> 1, j = min(unit * kMmaRowsPerTile + (r & 7), I - 1);
+    return r < kMmaRowsPerTile ? j : I + j;
+  } else {
+    return min(unit * kMmaRowsPerTile * kTiles + r, N - 1);
+  }
+}
+
 // kHigh: M > 8, so x rows g+8 are loaded too (otherwise they are zero).
-template <bool kHigh, int kStages, int kTiles, typename OutT>
+// E: the FMA kernel's epilogues (gemv_device.cuh), with the same roundings; aux is GeluMulAux's
+// second factor ([M, N]), read after the wait.
+template <bool kHigh, int kStages, int kTiles, typename OutT, Epi E = Epi::Store>
 __global__ void __launch_bounds__(kThreads) gemv_mma_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
-                                                            OutT* __restrict__ out, int M, int N, int K, int ks) {
+                                                            OutT* __restrict__ out, int M, int N, int K, int ks,
+                                                            const bf16* __restrict__ aux) {
   constexpr int kRows = kMmaRowsPerTile * kTiles;
   constexpr int kStageChunks = kRows * kMmaStageChunks;
   extern __shared__ uint4 gemv_mma_ring[];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int g = lane >> 2, p = lane & 3;
   const int kpart = warp % ks, group = warp / ks, groups = kWarps / ks;
-  const int row0 = (blockIdx.x * groups + group) * kRows;
+  const int unit = blockIdx.x * groups + group;
   const int C = K >> 3;
   // The warp's stages: chunks first + i·step + (0..31), i = 0..n-1.
   const int first = kpart * kMmaStageChunks, step = kMmaStageChunks * ks;
@@ -61,7 +79,7 @@ __global__ void __launch_bounds__(kThreads) gemv_mma_kernel(const bf16* __restri
     const int c = first + i * step + lane;
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
-      const bf16* src = w + int64_t(min(row0 + r, N - 1)) * K + int64_t(min(c, C - 1)) * 8;
+      const bf16* src = w + int64_t(mma_weight_row<E, kTiles>(unit, r, N)) * K + int64_t(min(c, C - 1)) * 8;
       attn::cp_async16(stage + r * kMmaStageChunks + mma_swizzle(r, lane), src, c < C);
     }
   };
@@ -124,13 +142,31 @@ __global__ void __launch_bounds__(kThreads) gemv_mma_kernel(const bf16* __restri
   }
 
   // C fragment of tile t: acc[t][0..1] = (m g, n 2p..2p+1), acc[t][2..3] = (m g+8, same n).
-#pragma unroll
-  for (int t = 0; t < kTiles; ++t)
+  // The activations round as the unfused ops do (finish_unit in gemv_device.cuh).
+  if constexpr (E == Epi::GeluMul) {
+    const int I = N >> 1;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
-      const int m = g + (j >> 1) * 8, n = row0 + t * kMmaRowsPerTile + 2 * p + (j & 1);
-      if (m < M && n < N) out[int64_t(m) * N + n] = from_f32<OutT>(acc[t][j]);
+      const int m = g + (j >> 1) * 8, n = unit * kMmaRowsPerTile + 2 * p + (j & 1);
+      if (m < M && n < I) {
+        const float gate = rnd<bf16>(acc[0][j]), up = rnd<bf16>(acc[1][j]);
+        out[int64_t(m) * I + n] = from_f32<OutT>(rnd<bf16>(gelu_tanh(gate)) * up);
+      }
     }
+  } else {
+    const int row0 = unit * kRows;
+#pragma unroll
+    for (int t = 0; t < kTiles; ++t)
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const int m = g + (j >> 1) * 8, n = row0 + t * kMmaRowsPerTile + 2 * p + (j & 1);
+        if (m < M && n < N) {
+          const int64_t i = int64_t(m) * N + n;
+          if constexpr (E == Epi::Store) out[i] = from_f32<OutT>(acc[t][j]);
+          else out[i] = from_f32<OutT>(rnd<bf16>(gelu_tanh(rnd<bf16>(acc[t][j]))) * to_f32(aux[i]));
+        }
+      }
+  }
 }
 
 }  // namespace gs::cuda::gemv_impl
