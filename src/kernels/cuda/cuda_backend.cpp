@@ -101,7 +101,9 @@ int64_t gemv_mma_max_bytes() {
 }
 // The fused GeLU forms (gate_up, the PLE gate) at 3-8 rows take the tensor-core variant's
 // epilogues on weights of at most this many bytes (K <= kGemvMmaMaxK too), cuBLASLt and the
-// elementwise kernel otherwise. GS_GEMV_MMA_FUSED_MAX_MB overrides it (0: never).
+// elementwise kernel otherwise. That is the PLE gates (E2B's step at 3 / 4 / 8 rows 2.44 / 2.48 /
+// 2.57 -> 2.42 / 2.45 / 2.53 ms on the H200, 2026-11-27, E4B even to -1%); E2B's gate_up (37.7 and
+// 75 MB) on it made the step 2.53 / 2.56 / 2.75. GS_GEMV_MMA_FUSED_MAX_MB overrides it (0: never).
 constexpr int64_t kGemvMmaFusedMaxBytes = int64_t(20) << 20;
 int64_t gemv_mma_fused_max_bytes() {
   static const int64_t v = [] {
