@@ -6,6 +6,8 @@
 // depend on the previous kernel, so under PDL they stream while that kernel finishes. A weight
 // too big for one wave of blocks (E2B's gate_up, the LM heads) streams through one wave whose warps
 // each take several row groups, their loads running on from one group into the next.
+// From kGemvMmaMinRows rows a tensor-core variant (gemv_mma.cuh) does the dot products instead,
+// its weights staged through per-warp shared-memory rings, with the same epilogues.
 #pragma once
 #include <cuda_runtime.h>
 
