@@ -12,7 +12,23 @@
 namespace gs::test {
 namespace {
 
-class Gemv : public CudaVsCpu {};
+class Gemv : public CudaVsCpu {
+ protected:
+  // launch_gemv on random x and a random weight in [-w_max, w_max] against the cpu backend.
+  void expect_gemv_matches_cpu(int64_t m, int64_t n, int64_t k, DType out, float w_max, double tol,
+                               const std::string& what) {
+    auto x = random_bf16(m * k);
+    auto [wc, wg] = weight(random_bf16(n * k, -w_max, w_max), Shape{n, k});
+    Tensor xc = cpu_act(x, {m, k}), xg = gpu_act(x, {m, k});
+    Tensor oc = cpu->empty(DType::F32, {m, n});
+    cpu->matmul(xc, wc, oc);
+    Tensor og = gpu_poisoned(out, {m, n});
+    gpu->synchronize();  // the poison fill ran on the backend's stream
+    cuda::launch_gemv(xg.data, wg.data, og.data, out, m, n, k, nullptr);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
+    expect_close(og, oc, tol, what);
+  }
+};
 
 TEST_F(Gemv, EveryMOddNBothOutDtypes) {
   struct NK { int64_t n, k; };
@@ -58,16 +74,7 @@ TEST_F(Gemv, TensorCoreVariantInEveryShape) {
             const std::string what = "mma " + std::to_string(stages) + "," + std::to_string(tiles) + "," +
                                      std::to_string(warps_per_sm) + " M=" + std::to_string(m) +
                                      " N=" + std::to_string(s.n) + " K=" + std::to_string(s.k);
-            auto x = random_bf16(m * s.k);
-            auto [wc, wg] = weight(random_bf16(s.n * s.k), Shape{s.n, s.k});
-            Tensor xc = cpu_act(x, {m, s.k}), xg = gpu_act(x, {m, s.k});
-            Tensor oc = cpu->empty(DType::F32, {m, s.n});
-            cpu->matmul(xc, wc, oc);
-            Tensor og = gpu_poisoned(DType::F32, {m, s.n});
-            gpu->synchronize();
-            cuda::launch_gemv(xg.data, wg.data, og.data, DType::F32, m, s.n, s.k, nullptr);
-            ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
-            expect_close(og, oc, 1e-3, what);
+            expect_gemv_matches_cpu(m, s.n, s.k, DType::F32, 1.f, 1e-3, what);
           }
       }
   cuda::gemv_set_mma_shape(3, 1, 16);  // the defaults
@@ -79,16 +86,8 @@ TEST_F(Gemv, DecodeShapesOfE2B) {
   struct NK { int64_t n, k; };
   for (int64_t m : {1, 8})
     for (NK s : {NK{2560, 1536}, NK{1536, 2048}, NK{12288, 1536}, NK{1536, 6144}, NK{256, 1536}, NK{1536, 256}}) {
-      auto x = random_bf16(m * s.k);
-      auto [wc, wg] = weight(random_bf16(s.n * s.k, -0.1f, 0.1f), Shape{s.n, s.k});
-      Tensor xc = cpu_act(x, {m, s.k}), xg = gpu_act(x, {m, s.k});
-      Tensor oc = cpu->empty(DType::F32, {m, s.n});
-      cpu->matmul(xc, wc, oc);
-      Tensor og = gpu_poisoned(DType::BF16, {m, s.n});
-      gpu->synchronize();
-      cuda::launch_gemv(xg.data, wg.data, og.data, DType::BF16, m, s.n, s.k, nullptr);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      expect_close(og, oc, kBf16Tol, "gemv E2B M=" + std::to_string(m) + " N=" + std::to_string(s.n));
+      expect_gemv_matches_cpu(m, s.n, s.k, DType::BF16, 0.1f, kBf16Tol,
+                              "gemv E2B M=" + std::to_string(m) + " N=" + std::to_string(s.n));
     }
 }
 

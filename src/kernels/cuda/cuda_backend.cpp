@@ -48,20 +48,23 @@ constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
 constexpr int kDefaultGemvMaxRows = 2;
 constexpr int64_t kGemvTwoRowMaxDim = 2560;
 
+// The A/B knobs below read their environment variable once: a count, or megabytes as bytes.
+int64_t env_count(const char* name, int64_t fallback) {
+  const char* e = std::getenv(name);
+  return e && *e ? int64_t(std::atoll(e)) : fallback;
+}
+int64_t env_megabytes(const char* name, int64_t fallback_bytes) {
+  const char* e = std::getenv(name);
+  return e && *e ? int64_t(std::atof(e) * (1 << 20)) : fallback_bytes;
+}
+
 int64_t gemv_two_row_max_dim() {
-  static const int64_t v = [] {
-    const char* e = std::getenv("GS_GEMV_M2_MAX_DIM");
-    return e && *e ? int64_t(std::atoll(e)) : kGemvTwoRowMaxDim;
-  }();
+  static const int64_t v = env_count("GS_GEMV_M2_MAX_DIM", kGemvTwoRowMaxDim);
   return v;
 }
 
 int gemv_max_rows() {
-  static const int v = [] {
-    const char* e = std::getenv("GS_GEMV_MAX_M");
-    int m = e && *e ? std::atoi(e) : kDefaultGemvMaxRows;
-    return std::clamp(m, 0, cuda::kGemvMaxRows);
-  }();
+  static const int v = int(std::clamp<int64_t>(env_count("GS_GEMV_MAX_M", kDefaultGemvMaxRows), 0, cuda::kGemvMaxRows));
   return v;
 }
 
@@ -72,10 +75,7 @@ int gemv_max_rows() {
 // H200 (2026-11-25, E2B unchanged at 2.41). GS_GEMV_MAX_MB bounds the weight size for A/B runs
 // (64 with GS_GEMV_MIN_BLOCKS_PER_SM=2 is the earlier routing, bar K <= 4096 weights).
 int64_t gemv_max_weight_bytes() {
-  static const int64_t v = [] {
-    const char* e = std::getenv("GS_GEMV_MAX_MB");
-    return e && *e ? int64_t(std::atoi(e)) << 20 : INT64_MAX;
-  }();
+  static const int64_t v = env_megabytes("GS_GEMV_MAX_MB", INT64_MAX);
   return v;
 }
 bool gemv_shape_wins(int64_t n, int64_t k) { return n * k * 2 <= gemv_max_weight_bytes() || k <= 4096; }
@@ -93,10 +93,7 @@ constexpr int64_t kGemvMmaMaxBytes = int64_t(20) << 20;
 constexpr int64_t kGemvMmaMaxK = 4096;
 constexpr int kGemvMmaMaxRows = 8;
 int64_t gemv_mma_max_bytes() {
-  static const int64_t v = [] {
-    const char* e = std::getenv("GS_GEMV_MMA_MAX_MB");
-    return e && *e ? int64_t(std::atof(e) * (1 << 20)) : kGemvMmaMaxBytes;
-  }();
+  static const int64_t v = env_megabytes("GS_GEMV_MMA_MAX_MB", kGemvMmaMaxBytes);
   return v;
 }
 // The fused GeLU forms (gate_up, the PLE gate) at 3-8 rows take the tensor-core variant's
@@ -106,17 +103,11 @@ int64_t gemv_mma_max_bytes() {
 // 75 MB) on it made the step 2.53 / 2.56 / 2.75. GS_GEMV_MMA_FUSED_MAX_MB overrides it (0: never).
 constexpr int64_t kGemvMmaFusedMaxBytes = int64_t(20) << 20;
 int64_t gemv_mma_fused_max_bytes() {
-  static const int64_t v = [] {
-    const char* e = std::getenv("GS_GEMV_MMA_FUSED_MAX_MB");
-    return e && *e ? int64_t(std::atof(e) * (1 << 20)) : kGemvMmaFusedMaxBytes;
-  }();
+  static const int64_t v = env_megabytes("GS_GEMV_MMA_FUSED_MAX_MB", kGemvMmaFusedMaxBytes);
   return v;
 }
 int gemv_mma_max_rows() {
-  static const int v = [] {
-    const char* e = std::getenv("GS_GEMV_MMA_MAX_M");
-    return e && *e ? std::clamp(std::atoi(e), 0, cuda::kGemvMaxRows) : kGemvMmaMaxRows;
-  }();
+  static const int v = int(std::clamp<int64_t>(env_count("GS_GEMV_MMA_MAX_M", kGemvMmaMaxRows), 0, cuda::kGemvMaxRows));
   return v;
 }
 

@@ -55,12 +55,21 @@ struct Config {
   float us = 0.f, err = 0.f;
 };
 
-template <typename T>
-T config_attr(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoConfigAttributes_t attr) {
+// An attribute of an algorithm's configuration or capabilities (T{} where cuBLASLt has none).
+template <typename T, typename A>
+T lt_attr(cublasStatus_t (*get)(const cublasLtMatmulAlgo_t*, A, void*, size_t, size_t*), const cublasLtMatmulAlgo_t& a,
+          A attr) {
   T v{};
   size_t written = 0;
-  if (cublasLtMatmulAlgoConfigGetAttribute(&a, attr, &v, sizeof(v), &written) != CUBLAS_STATUS_SUCCESS) return T{};
-  return v;
+  return get(&a, attr, &v, sizeof(v), &written) == CUBLAS_STATUS_SUCCESS ? v : T{};
+}
+template <typename T>
+T config_attr(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoConfigAttributes_t attr) {
+  return lt_attr<T>(cublasLtMatmulAlgoConfigGetAttribute, a, attr);
+}
+template <typename T>
+T algo_cap(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoCapAttributes_t attr) {
+  return lt_attr<T>(cublasLtMatmulAlgoCapGetAttribute, a, attr);
 }
 
 void describe(Config& c) {
@@ -77,14 +86,6 @@ void describe(Config& c) {
 bool same_config(const Config& a, const Config& b) {
   return a.id == b.id && a.tile == b.tile && a.stages == b.stages && a.splitk == b.splitk &&
          a.reduction == b.reduction && a.swizzle == b.swizzle && a.custom == b.custom && a.cluster == b.cluster;
-}
-
-template <typename T>
-T algo_cap(const cublasLtMatmulAlgo_t& a, cublasLtMatmulAlgoCapAttributes_t attr) {
-  T v{};
-  size_t written = 0;
-  if (cublasLtMatmulAlgoCapGetAttribute(&a, attr, &v, sizeof(v), &written) != CUBLAS_STATUS_SUCCESS) return T{};
-  return v;
 }
 
 float max_rel_err(const std::vector<__nv_bfloat16>& ref, const std::vector<__nv_bfloat16>& got) {
