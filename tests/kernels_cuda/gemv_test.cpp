@@ -91,71 +91,84 @@ TEST_F(Gemv, DecodeShapesOfE2B) {
     }
 }
 
-// The fused epilogues against the two ops they replace: bit-identical to the GEMV into bf16 followed
-// by the elementwise kernel (same dot products, same roundings), and close to the cpu backend
-// through Backend::matmul_gelu_mul(_pair) (which takes the fused path at M = 1).
+// The fused epilogues against the two ops they replace: on the FMA kernel bit-identical to the GEMV
+// into bf16 followed by the elementwise kernel (same dot products, same roundings), and close to
+// the cpu backend through Backend::matmul_gelu_mul(_pair).
 // The cuda backend rounds the pre-activation, gelu and the product to bf16 (three roundings of up
 // to 2^-9 each, the first amplified by gelu's slope), the cpu backend keeps f32; with M·N = 3
 // outputs one element carries the whole norm, and 1.03e-2 was seen (H200, 2026-11-25).
 constexpr double kFusedGeluTol = 2e-2;
 
-TEST_F(Gemv, FusedGeluEpiloguesMatchTheTwoOps) {
+// The fused GeLU epilogues on random operands at (m, n, k), each beside the two ops it replaces
+// (the plain GEMV into bf16, then the elementwise kernel) and the cpu backend's result.
+struct FusedRun {
+  Tensor xg, wg, vg, bg;            // on the gpu: x, w = [gate; up] (2N x K), v (N x K), b (M x N)
+  Tensor fused, two_ops, cpu;       // gelu_mul: gelu(x·gateᵀ) · x·upᵀ
+  Tensor fused_aux, pair, cpu_aux;  // gelu_mul_aux: gelu(x·vᵀ) · b
+};
+
+class GemvFused : public Gemv {
+ protected:
+  FusedRun run(int64_t m, int64_t n, int64_t k) {
+    FusedRun r;
+    auto x = random_bf16(m * k);
+    Tensor xc = cpu_act(x, {m, k});
+    r.xg = gpu_act(x, {m, k});
+    // Weights scaled by K^-1/2, as a trained layer's are, so the pre-activations are O(1): deep in
+    // gelu's negative tail a bf16 rounding of the dot product (the cuda backend's, not the cpu
+    // backend's f32) changes the output by a large relative amount, and a 5-wide row would
+    // measure that instead of the kernel.
+    const float ws = 1.5f / std::sqrt(float(k));
+    auto [wc, wg] = weight(random_bf16(2 * n * k, -ws, ws), Shape{2 * n, k});
+    auto [vc, vg] = weight(random_bf16(n * k, -ws, ws), Shape{n, k});
+    auto b = random_bf16(m * n);
+    Tensor bc = cpu_act(b, {m, n});
+    r.wg = wg, r.vg = vg, r.bg = gpu_act(b, {m, n});
+    Tensor gu = gpu_poisoned(DType::BF16, {m, 2 * n}), g = gpu_poisoned(DType::BF16, {m, n});
+    r.two_ops = gpu_poisoned(DType::BF16, {m, n}), r.fused = gpu_poisoned(DType::BF16, {m, n});
+    r.pair = gpu_poisoned(DType::BF16, {m, n}), r.fused_aux = gpu_poisoned(DType::BF16, {m, n});
+    gpu->synchronize();
+    cuda::launch_gemv(r.xg.data, wg.data, gu.data, DType::BF16, m, 2 * n, k, nullptr);
+    cuda::launch_gemv_gelu_mul(r.xg.data, wg.data, r.fused.data, m, n, k, nullptr);
+    cuda::launch_gemv(r.xg.data, vg.data, g.data, DType::BF16, m, n, k, nullptr);
+    cuda::launch_gemv_gelu_mul_aux(r.xg.data, vg.data, r.bg.data, r.fused_aux.data, m, n, k, nullptr);
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    gpu->gelu_tanh_mul(gu, r.two_ops);
+    gpu->gelu_tanh_mul_pair(g, r.bg, r.pair);
+    r.cpu = cpu->empty(DType::F32, {m, n}), r.cpu_aux = cpu->empty(DType::F32, {m, n});
+    Tensor guc = cpu->empty(DType::F32, {m, 2 * n});
+    cpu->matmul_gelu_mul(xc, wc, guc, r.cpu);
+    cpu->matmul_gelu_mul_pair(xc, vc, bc, r.cpu_aux);
+    return r;
+  }
+  std::vector<float> bits(const Tensor& t) { return download(*gpu, t); }
+};
+
+TEST_F(GemvFused, FmaEpiloguesMatchTheTwoOps) {
   struct IK { int64_t n, k; };
-  // The epilogues run on the FMA kernel only, so the plain GEMV they are compared with must too.
+  // The epilogues and the plain GEMV they are compared with on the FMA kernel at every M.
   cuda::gemv_set_mma_min_rows(cuda::kGemvMaxRows + 1);
-  auto bits = [&](const Tensor& t) { return download(*gpu, t); };
   for (int64_t m : {1, 3, 16})
     for (IK s : {IK{1, 8}, IK{7, 264}, IK{6144, 1536}, IK{256, 1536}, IK{5, 21504}}) {
       const std::string what = "M=" + std::to_string(m) + " N=" + std::to_string(s.n) + " K=" + std::to_string(s.k);
-      auto x = random_bf16(m * s.k);
-      Tensor xc = cpu_act(x, {m, s.k}), xg = gpu_act(x, {m, s.k});
-
-      // Weights scaled by K^-1/2, as a trained layer's are, so the pre-activations are O(1): deep in
-      // gelu's negative tail a bf16 rounding of the dot product (the cuda backend's, not the cpu
-      // backend's f32) changes the output by a large relative amount, and a 5-wide row would
-      // measure that instead of the kernel.
-      const float ws = 1.5f / std::sqrt(float(s.k));
-      // gelu_mul: w = [gate; up], [2N, K] -> [M, N].
-      auto [wc, wg] = weight(random_bf16(2 * s.n * s.k, -ws, ws), Shape{2 * s.n, s.k});
-      Tensor gu = gpu_poisoned(DType::BF16, {m, 2 * s.n}), two_ops = gpu_poisoned(DType::BF16, {m, s.n});
-      Tensor fused = gpu_poisoned(DType::BF16, {m, s.n});
-      gpu->synchronize();
-      cuda::launch_gemv(xg.data, wg.data, gu.data, DType::BF16, m, 2 * s.n, s.k, nullptr);
-      cuda::launch_gemv_gelu_mul(xg.data, wg.data, fused.data, m, s.n, s.k, nullptr);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      gpu->gelu_tanh_mul(gu, two_ops);
-      EXPECT_EQ(bits(fused), bits(two_ops)) << "gelu_mul " << what;
-      Tensor oc = cpu->empty(DType::F32, {m, s.n}), guc = cpu->empty(DType::F32, {m, 2 * s.n});
-      cpu->matmul_gelu_mul(xc, wc, guc, oc);
+      FusedRun r = run(m, s.n, s.k);
+      EXPECT_EQ(bits(r.fused), bits(r.two_ops)) << "gelu_mul " << what;
+      EXPECT_EQ(bits(r.fused_aux), bits(r.pair)) << "gelu_mul_aux " << what;
+      // Through the backend, which takes the fused path where it routes the GEMV.
       Tensor ob = gpu_poisoned(DType::BF16, {m, s.n}), gub = gpu_poisoned(DType::BF16, {m, 2 * s.n});
-      gpu->matmul_gelu_mul(xg, wg, gub, ob);
-      expect_close(ob, oc, kFusedGeluTol, "backend matmul_gelu_mul " + what);
-
-      // gelu_mul_aux: gelu(x·wᵀ) · b, [M, N].
-      auto [vc, vg] = weight(random_bf16(s.n * s.k, -ws, ws), Shape{s.n, s.k});
-      auto b = random_bf16(m * s.n);
-      Tensor bc = cpu_act(b, {m, s.n}), bg = gpu_act(b, {m, s.n});
-      Tensor g = gpu_poisoned(DType::BF16, {m, s.n}), pair = gpu_poisoned(DType::BF16, {m, s.n});
-      Tensor fused_aux = gpu_poisoned(DType::BF16, {m, s.n});
-      gpu->synchronize();
-      cuda::launch_gemv(xg.data, vg.data, g.data, DType::BF16, m, s.n, s.k, nullptr);
-      cuda::launch_gemv_gelu_mul_aux(xg.data, vg.data, bg.data, fused_aux.data, m, s.n, s.k, nullptr);
-      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-      gpu->gelu_tanh_mul_pair(g, bg, pair);
-      EXPECT_EQ(bits(fused_aux), bits(pair)) << "gelu_mul_aux " << what;
-      Tensor pc = cpu->empty(DType::F32, {m, s.n});
-      cpu->matmul_gelu_mul_pair(xc, vc, bc, pc);
+      gpu->matmul_gelu_mul(r.xg, r.wg, gub, ob);
+      expect_close(ob, r.cpu, kFusedGeluTol, "backend matmul_gelu_mul " + what);
       Tensor pb = gpu_poisoned(DType::BF16, {m, s.n});
-      gpu->matmul_gelu_mul_pair(xg, vg, bg, pb);
-      expect_close(pb, pc, kFusedGeluTol, "backend matmul_gelu_mul_pair " + what);
+      gpu->matmul_gelu_mul_pair(r.xg, r.vg, r.bg, pb);
+      expect_close(pb, r.cpu_aux, kFusedGeluTol, "backend matmul_gelu_mul_pair " + what);
     }
   cuda::gemv_set_mma_min_rows(cuda::kGemvMmaMinRows);  // the default
 }
 
-// The tensor-core variant's fused epilogues (from kGemvMmaMinRows rows) against the cpu backend
-// and against its own plain output followed by the elementwise op. Not bit for bit: GeluMul pairs
-// two tiles a warp, so its K split can differ from the plain launch's and the sums round apart.
-TEST_F(Gemv, TensorCoreFusedEpilogues) {
+// The tensor-core variant's epilogues (from kGemvMmaMinRows rows) in every shape it can be set to,
+// against the cpu backend and the two ops. Not bit for bit: GeluMul pairs two tiles a warp, so its
+// K split can differ from the plain launch's and the sums round apart.
+TEST_F(GemvFused, TensorCoreEpilogues) {
   struct IK { int64_t n, k; };
   cuda::gemv_set_mma_min_rows(1);
   for (int stages : {2, 3, 4})
@@ -165,35 +178,11 @@ TEST_F(Gemv, TensorCoreFusedEpilogues) {
         for (IK s : {IK{1, 8}, IK{7, 264}, IK{6144, 1536}, IK{256, 1536}, IK{5, 8200}}) {
           const std::string what = "mma " + std::to_string(stages) + "," + std::to_string(tiles) +
                                    " M=" + std::to_string(m) + " N=" + std::to_string(s.n) + " K=" + std::to_string(s.k);
-          auto x = random_bf16(m * s.k);
-          Tensor xc = cpu_act(x, {m, s.k}), xg = gpu_act(x, {m, s.k});
-          const float ws = 1.5f / std::sqrt(float(s.k));
-          auto [wc, wg] = weight(random_bf16(2 * s.n * s.k, -ws, ws), Shape{2 * s.n, s.k});
-          Tensor gu = gpu_poisoned(DType::BF16, {m, 2 * s.n}), two_ops = gpu_poisoned(DType::BF16, {m, s.n});
-          Tensor fused = gpu_poisoned(DType::BF16, {m, s.n});
-          auto b = random_bf16(m * s.n);
-          Tensor bc = cpu_act(b, {m, s.n}), bg = gpu_act(b, {m, s.n});
-          auto [vc, vg] = weight(random_bf16(s.n * s.k, -ws, ws), Shape{s.n, s.k});
-          Tensor g = gpu_poisoned(DType::BF16, {m, s.n}), pair = gpu_poisoned(DType::BF16, {m, s.n});
-          Tensor fused_aux = gpu_poisoned(DType::BF16, {m, s.n});
-          gpu->synchronize();
-          cuda::launch_gemv(xg.data, wg.data, gu.data, DType::BF16, m, 2 * s.n, s.k, nullptr);
-          cuda::launch_gemv_gelu_mul(xg.data, wg.data, fused.data, m, s.n, s.k, nullptr);
-          cuda::launch_gemv(xg.data, vg.data, g.data, DType::BF16, m, s.n, s.k, nullptr);
-          cuda::launch_gemv_gelu_mul_aux(xg.data, vg.data, bg.data, fused_aux.data, m, s.n, s.k, nullptr);
-          ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess) << what;
-          gpu->gelu_tanh_mul(gu, two_ops);
-          gpu->gelu_tanh_mul_pair(g, bg, pair);
-          Tensor oc = cpu->empty(DType::F32, {m, s.n}), guc = cpu->empty(DType::F32, {m, 2 * s.n});
-          cpu->matmul_gelu_mul(xc, wc, guc, oc);
-          Tensor pc = cpu->empty(DType::F32, {m, s.n});
-          cpu->matmul_gelu_mul_pair(xc, vc, bc, pc);
-          expect_close(fused, oc, kFusedGeluTol, "gelu_mul vs cpu " + what);
-          expect_close(fused_aux, pc, kFusedGeluTol, "gelu_mul_aux vs cpu " + what);
-          EXPECT_LE(rel_error(download(*gpu, fused), download(*gpu, two_ops)), kFusedGeluTol)
-              << "gelu_mul vs two ops " << what;
-          EXPECT_LE(rel_error(download(*gpu, fused_aux), download(*gpu, pair)), kFusedGeluTol)
-              << "gelu_mul_aux vs two ops " << what;
+          FusedRun r = run(m, s.n, s.k);
+          expect_close(r.fused, r.cpu, kFusedGeluTol, "gelu_mul vs cpu " + what);
+          expect_close(r.fused_aux, r.cpu_aux, kFusedGeluTol, "gelu_mul_aux vs cpu " + what);
+          EXPECT_LE(rel_error(bits(r.fused), bits(r.two_ops)), kFusedGeluTol) << "gelu_mul vs two ops " << what;
+          EXPECT_LE(rel_error(bits(r.fused_aux), bits(r.pair)), kFusedGeluTol) << "gelu_mul_aux vs two ops " << what;
         }
     }
   cuda::gemv_set_mma_shape(3, 1, 16);  // the defaults
