@@ -202,7 +202,6 @@ MmaShape g_mma_shape = [] {
   if (const char* e = std::getenv("GS_GEMV_MMA")) std::sscanf(e, "%d,%d,%d", &v.stages, &v.tiles, &v.warps_per_sm);
   return sanitized(v);
 }();
-const MmaShape& mma_shape() { return g_mma_shape; }
 
 template <bool kHigh, int kStages, int kTiles, typename OutT, Epi E>
 void launch_mma_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, const bf16* aux,
@@ -221,7 +220,7 @@ void launch_mma_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, 
   };
   // As for the FMA kernel: split K in the block while there are fewer warps per SM than the
   // shape asks and every warp keeps at least two stages.
-  while (ks < kWarps && blocks_for(ks) * kWarps < mma_shape().warps_per_sm * sms &&
+  while (ks < kWarps && blocks_for(ks) * kWarps < g_mma_shape.warps_per_sm * sms &&
          C >= kMmaStageChunks * (2 * ks) * 2)
     ks *= 2;
   launch_pdl("gemv_mma_kernel", kernel, dim3(blocks_for(ks)), dim3(kThreads), smem, stream, x, w, out, M, N, K, ks,
@@ -231,7 +230,7 @@ void launch_mma_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, 
 // N: weight rows (2I for GeluMul, which always pairs two tiles).
 template <typename OutT, Epi E>
 void launch_mma(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, const bf16* aux, cudaStream_t stream) {
-  const MmaShape& s = mma_shape();
+  const MmaShape& s = g_mma_shape;
   auto by_stages = [&](auto high, auto tiles) {
     constexpr bool H = decltype(high)::value;
     constexpr int T = decltype(tiles)::value;

@@ -4,7 +4,8 @@
 //   chain    a graph of [producer, GEMV] pairs, minus a graph of producers alone: the GEMV's
 //            marginal cost after a small PDL-aware kernel, which is where PDL and the weight
 //            prefetch before griddepcontrol.wait pay (run with GS_PDL=0 and 1 to compare)
-// Second argument: L2 prefetch budget in MB (default 16; 0 = off).
+// First argument: L2 prefetch budget in MB (0 = off); second: the M from which the pair columns run
+// the tensor-core variant (default kGemvMmaMinRows, the backend's).
 #include <cuda_bf16.h>
 
 #include <cstdio>
@@ -33,7 +34,7 @@ __global__ void producer(__nv_bfloat16* x, int K) {
 int main(int argc, char** argv) {
   const bool pdl = pdl_enabled();
   if (argc > 1) gemv_set_l2_prefetch_budget(int64_t(atof(argv[1]) * (1 << 20)));
-  const int mma_min = argc > 2 ? atoi(argv[2]) : kGemvMaxRows + 1;  // the pair columns use this routing
+  const int mma_min = argc > 2 ? atoi(argv[2]) : kGemvMmaMinRows;  // the pair columns use this routing
   struct Shape { const char* name; int N, K; };
   const Shape shapes[] = {
       {"e2b qkv", 2560, 1536},       {"e2b o_proj", 1536, 2048},     {"e2b gate_up", 12288, 1536},
