@@ -10,7 +10,14 @@
 #   7. (step "sampling", not in the default list) bench-kernels' sampling rows with the candidate
 #      window on and off (GS_SAMPLE_WINDOW=1 / 0, sampling_window.cuh), for an A/B in one call.
 # Full logs go to RESULTS_DIR; a short table is printed last. Each step has its own time limit
-# (seconds, overridable through the environment) so one slow step cannot eat the whole call.
+# (seconds, overridable through the environment: GS_T_TESTS, GS_T_SANITIZER, GS_T_RACECHECK,
+# GS_T_PARITY, GS_T_BENCH, GS_T_DECODE) so one slow step cannot eat the whole call.
+#
+# One device call is at most 10 minutes, and the default steps together take longer (H200,
+# 11-27: tests 207 s, memcheck over every test 215 s, racecheck over its filter well past
+# 560 s). Split them: GS_STEPS="tests parity bench decode" (every figure of
+# docs/perf, ~4 min), then GS_STEPS=memcheck (~4 min), then racecheck with GS_RACECHECK_FILTER in parts
+# (docs/perf/kernels.md, "How to reproduce").
 #
 # usage: tools/gpu/run-all.sh BUILD_DIR RESULTS_DIR
 #   BUILD_DIR: a CUDA build (or the lean folder of collect-libs.sh) with gpu-libs/ in it.
@@ -72,7 +79,7 @@ for step in $steps; do
       ;;
     memcheck|racecheck)
       tool=$step
-      f=$filter; limit=${GS_T_SANITIZER:-50}
+      f=$filter; limit=${GS_T_SANITIZER:-400}
       [[ $tool == racecheck ]] && f=$race_filter && limit=${GS_T_RACECHECK:-300}
       timeout "$limit" compute-sanitizer --tool "$tool" --error-exitcode 99 \
         "$tests_bin" --gtest_color=no --gtest_filter="$f" > "$results/$tool.log" 2>&1
