@@ -59,6 +59,15 @@ gs_bin=$(gs_runnable "$build/bin/gemmaserve")
 summary=()
 note() { summary+=("$(printf '%-12s %-6s %s' "$1" "$2" "$3")"); }
 
+# racecheck cannot follow the TMA and mbarrier pipelines of cuBLASLt's own kernels (nvjet_*) and
+# reports shared-memory hazards in them (kernels.md, 11-25 and 11-27); those are counted apart
+# from reports in our kernels. Prints "REPORTS OURS" for a racecheck log.
+race_sites() {
+  awk '/hazard detected|Race reported/ { n++; want = 1; next }
+       want && / at / { if ($0 !~ / at nvjet_/) ours++; want = 0 }
+       END { print n + 0, ours + 0 }' "$1"
+}
+
 {
   nvidia-smi -L
   nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv
@@ -87,6 +96,13 @@ for step in $steps; do
       errors=$(grep -m1 -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$results/$tool.log")
       status=ok
       [[ $rc == 0 ]] || status=FAIL
+      if [[ $tool == racecheck ]]; then
+        read -r reports ours < <(race_sites "$results/$tool.log")
+        if (( reports > 0 )); then
+          errors="${errors:-no summary}; $reports reports printed, $ours outside cuBLASLt's nvjet kernels"
+          [[ $rc == 99 && $ours == 0 ]] && status=ok
+        fi
+      fi
       [[ $rc == 124 ]] && status=TIME
       note "$tool" "$status" "rc=$rc ${errors:-no summary} ($tool.log)"
       ;;
