@@ -15,8 +15,8 @@
 #
 # One device call is at most 10 minutes, and the default steps together take longer (H200,
 # 11-27: tests 207 s, memcheck over every test 215 s, racecheck over its filter well past
-# 560 s). Split them: GS_STEPS="tests parity bench decode" (every figure of
-# docs/perf, ~4 min), then GS_STEPS=memcheck (~4 min), then racecheck with GS_RACECHECK_FILTER in parts
+# 560 s). Split them: GS_STEPS="tests parity bench decode" (every figure of docs/perf, ~4 min),
+# then GS_STEPS=memcheck (~4 min), then racecheck in parts through GS_RACECHECK_FILTER
 # (docs/perf/kernels.md, "How to reproduce").
 #
 # usage: tools/gpu/run-all.sh BUILD_DIR RESULTS_DIR
