@@ -96,6 +96,18 @@ COMBOS = {
                   intermediate_size=48),
         seq_len=40, new_tokens=8, dtype="float16",
     ),
+    # (g) the 31B's layout at scale: the default pattern (5 sliding + 1 full) twice, K = V full layers
+    # with head dim 512 and one KV head, the vision wrapper ("vision" bidirectional config), a window
+    # of 32 under a 96-token prompt, a larger vocabulary. Its greedy continuation is compared step by
+    # step (logits of every generated position, cached and uncached).
+    "mm_k_eq_v_deep": dict(
+        text=dict(num_hidden_layers=12, sliding_window=32, hidden_size=160, num_attention_heads=2,
+                  num_key_value_heads=2, attention_k_eq_v=True, num_global_key_value_heads=1,
+                  use_bidirectional_attention="vision", vocab_size=1024, vocab_size_per_layer_input=1024),
+        vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
+                    num_key_value_heads=2, head_dim=16, position_embedding_size=64, standardize=True),
+        seq_len=96, new_tokens=24, dtype="bfloat16", vocab=1024,
+    ),
 }
 
 
@@ -181,7 +193,7 @@ def run_combo(name, spec, out_root, seed):
 
     rng = np.random.default_rng(seed)
     T = spec["seq_len"]
-    tokens = rng.integers(3, VOCAB, size=T).astype(np.int32)
+    tokens = rng.integers(3, spec.get("vocab", VOCAB), size=T).astype(np.int32)
     tokens[0] = 2  # <bos>
     ids = torch.tensor(tokens, dtype=torch.long)[None, :]
     with torch.no_grad():
