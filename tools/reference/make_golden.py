@@ -98,15 +98,15 @@ COMBOS = {
     ),
     # (g) the 31B's layout at scale: the default pattern (5 sliding + 1 full) twice, K = V full layers
     # with head dim 512 and one KV head, the vision wrapper ("vision" bidirectional config), a window
-    # of 32 under a 96-token prompt, a larger vocabulary. Its greedy continuation is compared step by
-    # step (logits of every generated position, cached and uncached).
+    # of 32 under a 96-token prompt, a larger vocabulary. Not a committed fixture (its weights are 9 MB):
+    # precision_check.py builds it to show how far transformers' own f32 forward is from f64 on a deep model (docs/model.md).
     "mm_k_eq_v_deep": dict(
         text=dict(num_hidden_layers=12, sliding_window=32, hidden_size=160, num_attention_heads=2,
                   num_key_value_heads=2, attention_k_eq_v=True, num_global_key_value_heads=1,
                   use_bidirectional_attention="vision", vocab_size=1024, vocab_size_per_layer_input=1024),
         vision=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=1, num_attention_heads=2,
                     num_key_value_heads=2, head_dim=16, position_embedding_size=64, standardize=True),
-        seq_len=96, new_tokens=24, dtype="bfloat16", vocab=1024,
+        seq_len=96, new_tokens=24, dtype="bfloat16", vocab=1024, golden=False,
     ),
 }
 
@@ -232,7 +232,7 @@ def main():
     torch.set_num_threads(max(1, os.cpu_count() or 1))
     report = dict(torch=torch.__version__, transformers=transformers.__version__, combos={})
     for i, (name, spec) in enumerate(COMBOS.items()):
-        if args.only and name not in args.only:
+        if (args.only and name not in args.only) or (not args.only and not spec.get("golden", True)):
             continue
         try:
             report["combos"][name] = run_combo(name, spec, args.out, args.seed + i)
