@@ -99,7 +99,8 @@ COMBOS = {
     # (g) the 31B's layout at scale: the default pattern (5 sliding + 1 full) twice, K = V full layers
     # with head dim 512 and one KV head, the vision wrapper ("vision" bidirectional config), a window
     # of 32 under a 96-token prompt, a larger vocabulary. Not a committed fixture (its weights are 9 MB):
-    # precision_check.py builds it to show how far transformers' own f32 forward is from f64 on a deep model (docs/model.md).
+    # precision_check.py builds it to show how far transformers' own f32 forward is from f64 on a
+    # deep model (docs/model.md).
     "mm_k_eq_v_deep": dict(
         text=dict(num_hidden_layers=12, sliding_window=32, hidden_size=160, num_attention_heads=2,
                   num_key_value_heads=2, attention_k_eq_v=True, num_global_key_value_heads=1,
