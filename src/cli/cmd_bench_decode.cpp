@@ -17,14 +17,12 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "checkpoint/checkpoint.h"
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "kernels/backends.h"
-#include "model/dummy_weights.h"
 #include "model/gemma4_model.h"
-#include "model/weight_loader.h"
+#include "model/model_source.h"
 #include "runner/model_runner.h"
 
 namespace gs::cli {
@@ -107,7 +105,7 @@ Result bench_one(Gemma4Model& model, Backend& be, int batch, const BenchDecodeOp
   int pages[kNumKvGroups] = {0, 0};
   if (cfg.num_cache_layers(KvGroup::Sliding) > 0) pages[int(KvGroup::Sliding)] = batch * sliding_pages_per_seq;
   if (cfg.num_cache_layers(KvGroup::Full) > 0) pages[int(KvGroup::Full)] = batch * full_pages_per_seq;
-  KvCache cache = be.allocate_kv_cache(cfg, P, pages);
+  KvCache cache = be.allocate_kv_cache(cfg.kv_layout(), P, pages);
   for (auto& pool : cache.pools) {
     if (pool.k.defined()) be.fill_uniform(pool.k, 11, 1.f);
     if (pool.v.defined()) be.fill_uniform(pool.v, 12, 1.f);
@@ -223,18 +221,10 @@ int run(const BenchDecodeOptions& o) {
   GS_CHECK(o.context >= 0 && o.steps > 0 && o.warmup >= 0, "bench-decode: --context >= 0, --steps > 0, --warmup >= 0");
   const std::vector<int> batches = parse_int_list(o.batches);
   std::unique_ptr<Backend> be = create_backend(o.backend);
-  ModelConfig cfg;
-  ModelWeights weights;
   const auto t_load = std::chrono::steady_clock::now();
-  if (o.load_format == "dummy") {
-    cfg = resolve_dummy_config(o.model);
-    weights = make_dummy_weights(cfg, *be);
-  } else {
-    GS_CHECK(o.load_format == "auto", "--load-format '{}' is not one of auto, dummy", o.load_format);
-    auto ckpt = Checkpoint::open(o.model);
-    cfg = ModelConfig::from_json(ckpt->config_json());
-    weights = load_weights(*ckpt, cfg, *be);
-  }
+  LoadedModel loaded = load_model(ModelSpec{o.model, parse_load_format(o.load_format)}, *be);
+  const ModelConfig& cfg = loaded.config;
+  ModelWeights& weights = loaded.weights;
   be->synchronize();
   log::info("bench-decode: {} on {}: {:.2f} GB of weights ready in {:.1f} s", o.model, be->name(),
             double(weights.bytes()) / 1e9,

@@ -4,15 +4,13 @@
 #include <chrono>
 #include <memory>
 
-#include "checkpoint/checkpoint.h"
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/npy.h"
 #include "kernels/backends.h"
-#include "model/dummy_weights.h"
 #include "model/gemma4_model.h"
-#include "model/weight_loader.h"
+#include "model/model_source.h"
 #include "runner/sequence_runner.h"
 
 namespace gs::cli {
@@ -30,26 +28,17 @@ struct LogitsOptions {
 int run(const LogitsOptions& o) {
   const LogitsMode mode = parse_logits_mode(o.mode);
   GS_CHECK(mode != LogitsMode::Chunked || o.chunk > 0, "--mode chunked needs --chunk N with N > 0");
-  GS_CHECK(o.load_format == "auto" || o.load_format == "dummy",
-           "--load-format '{}' is not one of auto, dummy", o.load_format);
+  const ModelSpec spec{o.model, parse_load_format(o.load_format)};
   const std::vector<int> tokens = npy_token_ids(read_npy(o.tokens), o.tokens);
   GS_CHECK(!tokens.empty(), "{}: no token ids", o.tokens);
 
   std::unique_ptr<Backend> backend = create_backend(o.backend);
-  ModelConfig cfg;
-  ModelWeights weights;
-  if (o.load_format == "dummy") {
-    cfg = resolve_dummy_config(o.model);
-    weights = make_dummy_weights(cfg, *backend);
-  } else {
-    auto ckpt = Checkpoint::open(o.model);
-    cfg = ModelConfig::from_json(ckpt->config_json());
-    weights = load_weights(*ckpt, cfg, *backend);
-  }
+  LoadedModel loaded = load_model(spec, *backend);
+  const ModelConfig& cfg = loaded.config;
   for (size_t i = 0; i < tokens.size(); ++i)
     GS_CHECK(tokens[i] >= 0 && tokens[i] < cfg.vocab_size, "{}: token id {} at index {} is outside the vocabulary [0, {})",
              o.tokens, tokens[i], i, cfg.vocab_size);
-  Gemma4Model model(cfg, std::move(weights), *backend);
+  Gemma4Model model(cfg, std::move(loaded.weights), *backend);
 
   SequenceRunOptions opt;
   opt.mode = mode;

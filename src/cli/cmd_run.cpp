@@ -11,13 +11,13 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "server/serving_stack.h"
+#include "cli/serving_stack.h"
 
 namespace gs::cli {
 namespace {
 
 struct RunOptions {
-  server::StackOptions stack;
+  StackOptions stack;
   std::string prompt, system;
   int max_tokens = 256;
   std::optional<double> temperature, top_p;
@@ -30,7 +30,7 @@ int run(RunOptions o) {
   GS_CHECK(!o.prompt.empty(), "--prompt must not be empty");
   GS_CHECK(o.max_tokens > 0, "--max-tokens must be positive, got {}", o.max_tokens);
   o.stack.engine.max_num_seqs = 1;
-  auto stack = server::ServingStack::load(o.stack);
+  auto stack = ServingStack::load(o.stack);
   api::OpenAIService service(stack->client(), stack->serving_model());
 
   nlohmann::json body = {{"messages", nlohmann::json::array()}, {"max_tokens", o.max_tokens}};

@@ -12,14 +12,14 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "server/http_server.h"
-#include "server/serving_stack.h"
+#include "cli/serving_stack.h"
 #include "server/stats_logger.h"
 
 namespace gs::cli {
 namespace {
 
 struct ServeOptions {
-  server::StackOptions stack;
+  StackOptions stack;
   server::ServerOptions http;
   bool no_prefix_caching = false;
   double kv_cache_gib = 0;
@@ -51,7 +51,7 @@ int serve(ServeOptions o) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
 
-  auto stack = server::ServingStack::load(o.stack);
+  auto stack = ServingStack::load(o.stack);
   // Declared after the stack: stops reading the engine's stats before the engine goes away.
   server::StatsLogger stats_log([&stack] { return stack->engine().stats(); },
                                 std::chrono::duration<double>(o.disable_log_stats ? 0 : o.log_stats_interval));

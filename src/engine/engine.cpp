@@ -80,7 +80,7 @@ Engine::Engine(std::shared_ptr<Gemma4Model> model, EngineOptions opts) : impl_(s
   m.setup = setup_engine(*m.model, m.opts);
   log::info("{}", m.setup.plan.describe());
   if (!m.setup.plan.warning.empty()) log::warn("{}", m.setup.plan.warning);
-  m.cache = m.model->backend().allocate_kv_cache(m.model->config(), m.opts.page_size, m.setup.plan.num_pages);
+  m.cache = m.model->backend().allocate_kv_cache(m.model->config().kv_layout(), m.opts.page_size, m.setup.plan.num_pages);
   m.kv = std::make_unique<KvManager>(m.opts.page_size, m.model->config().sliding_window, m.setup.plan.num_pages,
                                      m.opts.enable_prefix_caching);
   m.sched = std::make_unique<Scheduler>(*m.kv, m.setup.scheduler);

@@ -8,28 +8,12 @@
 #include <string>
 #include <vector>
 
+#include "ops/kv_layout.h"
+#include "ops/rope.h"
+
 namespace gs {
 
 enum class LayerType { Sliding, Full };
-enum class KvGroup { Sliding = 0, Full = 1 };  // the two KV pools
-constexpr int kNumKvGroups = 2;
-
-// inv_freq[i] = theta^(-2i/freq_dim) for i < rotary_pairs, 0 (identity) for rotary_pairs <= i < head_dim/2.
-// Rotate-half pairing (i, i + head_dim/2). Default RoPE: rotary_pairs = head_dim/2, freq_dim = head_dim.
-// Proportional RoPE (full layers): rotary_pairs = floor(partial * head_dim / 2), freq_dim = head_dim.
-struct RopeSpec {
-  float theta = 10000.f;
-  int head_dim = 256;
-  int rotary_pairs = 128;
-  int freq_dim = 256;
-};
-
-// The f32 inverse frequency of rotary pair i (< rotary_pairs), as the reference computes it. Both
-// backends take it from here (the cuda one as a table made on the host), so they rotate by the
-// same frequencies.
-inline float rope_inv_freq(const RopeSpec& rope, int i) {
-  return 1.0f / std::pow(rope.theta, float(2 * i) / float(rope.freq_dim));
-}
 
 struct LayerSpec {
   LayerType type = LayerType::Sliding;
@@ -98,6 +82,7 @@ struct ModelConfig {
   int num_cache_layers(KvGroup g) const;           // layers that own a cache in group g
   int kv_heads(KvGroup g) const;                   // KV heads of the cache layers in group g
   int kv_head_dim(KvGroup g) const;                // head dim of group g
+  KvLayout kv_layout() const;                      // the caches the backend allocates (owning layers only)
   size_t kv_bytes_per_token(KvGroup g, size_t elem_bytes) const;  // K+V over the group's cache layers
   float embed_scale() const;                       // sqrt(hidden_size), not yet rounded
   long long parameter_count() const;               // text weights the engine loads

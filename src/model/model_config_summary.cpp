@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "core/error.h"
 #include "model/model_config.h"
 
 namespace gs {
@@ -38,6 +39,21 @@ int ModelConfig::kv_head_dim(KvGroup g) const {
   int d = 0;
   for_group(*this, g, [&](const LayerSpec& l) { d = l.head_dim; });
   return d;
+}
+
+KvLayout ModelConfig::kv_layout() const {
+  KvLayout out;
+  for (const LayerSpec& l : layers) {
+    if (!l.owns_kv) continue;
+    KvGroupShape& g = out.groups[int(l.group())];
+    if (g.cache_layers > 0 && (g.kv_heads != l.num_kv_heads || g.head_dim != l.head_dim))
+      throw Error("config: cache layers of one KV group disagree on KV heads x head dim ({}x{} vs {}x{})", g.kv_heads,
+                  g.head_dim, l.num_kv_heads, l.head_dim);
+    g.kv_heads = l.num_kv_heads;
+    g.head_dim = l.head_dim;
+    ++g.cache_layers;
+  }
+  return out;
 }
 
 size_t ModelConfig::kv_bytes_per_token(KvGroup g, size_t elem_bytes) const {

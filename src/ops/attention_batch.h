@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "model/model_config.h"
+#include "ops/kv_layout.h"
 
 namespace gs {
 

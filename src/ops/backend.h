@@ -18,9 +18,10 @@
 #include <vector>
 
 #include "core/tensor.h"
-#include "model/model_config.h"
 #include "ops/attention_batch.h"
 #include "ops/kv_cache.h"
+#include "ops/kv_layout.h"
+#include "ops/rope.h"
 
 namespace gs {
 
@@ -75,7 +76,8 @@ class Backend {
   virtual size_t free_memory_bytes() const = 0;
   virtual size_t total_memory_bytes() const = 0;
   virtual void synchronize() = 0;
-  virtual KvCache allocate_kv_cache(const ModelConfig& cfg, int page_size, const int num_pages[kNumKvGroups]) = 0;
+  // Pool g: [layout.group(g).cache_layers, num_pages[g], page_size, kv_heads, head_dim] for K and for V.
+  virtual KvCache allocate_kv_cache(const KvLayout& layout, int page_size, const int num_pages[kNumKvGroups]) = 0;
 
   // ---- dense math ---------------------------------------------------------------------------
   // out[T,N] = x[T,K] · w[N,K]ᵀ. out may be f32 even when activations are bf16 (logits).

@@ -8,7 +8,7 @@
 // -1 and kernels never read them.
 #pragma once
 #include "core/tensor.h"
-#include "model/model_config.h"
+#include "ops/kv_layout.h"
 
 namespace gs {
 

@@ -30,7 +30,7 @@ SequenceRunner::SequenceRunner(Gemma4Model& model, int max_step_tokens, int max_
   num_pages_[int(KvGroup::Sliding)] =
       recycle_ && window_ > 0 ? std::min(all_pages, (window_ - 1 + max_step_tokens + page_size - 1) / page_size + 1)
                               : all_pages;
-  cache_ = model.backend().allocate_kv_cache(cfg, page_size, num_pages_);
+  cache_ = model.backend().allocate_kv_cache(cfg.kv_layout(), page_size, num_pages_);
   model.reserve(max_step_tokens, max_step_tokens);
 }
 

@@ -52,7 +52,7 @@ class FakeBackend : public Backend {
   size_t free_memory_bytes() const override { return size_t(1) << 34; }
   size_t total_memory_bytes() const override { return size_t(1) << 34; }
   void synchronize() override {}
-  KvCache allocate_kv_cache(const ModelConfig&, int, const int*) override { throw no_op(); }
+  KvCache allocate_kv_cache(const KvLayout&, int, const int*) override { throw no_op(); }
 
   void matmul(const Tensor&, const Tensor&, const Tensor&) override { throw no_op(); }
   void embedding(const Tensor&, const Tensor&, float, const Tensor&) override { throw no_op(); }

@@ -53,7 +53,7 @@ Fixture make_fixture(ModelConfig cfg, int max_seqs, int max_len) {
   f.pages_per_seq = (max_len + f.page_size - 1) / f.page_size;
   int pages[kNumKvGroups];
   for (int g = 0; g < kNumKvGroups; ++g) pages[g] = cfg.num_cache_layers(KvGroup(g)) > 0 ? max_seqs * f.pages_per_seq : 0;
-  f.cache = f.be->allocate_kv_cache(cfg, f.page_size, pages);
+  f.cache = f.be->allocate_kv_cache(cfg.kv_layout(), f.page_size, pages);
   for (auto& pool : f.cache.pools) {
     if (pool.k.defined()) f.be->fill_uniform(pool.k, 3, 1.f);
     if (pool.v.defined()) f.be->fill_uniform(pool.v, 4, 1.f);

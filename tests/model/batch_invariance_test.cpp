@@ -42,7 +42,7 @@ TEST_P(BatchInvariance, RaggedBatchEqualsEachSequenceAlone) {
   // Both sequences in one pool: A owns pages 0.., B the pages after A's.
   const int pages_each = 6;
   const int num_pages[kNumKvGroups] = {2 * pages_each, 2 * pages_each};
-  KvCache cache = be.allocate_kv_cache(cfg, page, num_pages);
+  KvCache cache = be.allocate_kv_cache(cfg.kv_layout(), page, num_pages);
   std::vector<int> table_a[kNumKvGroups], table_b[kNumKvGroups];
   for (int g = 0; g < kNumKvGroups; ++g)
     for (int i = 0; i < pages_each; ++i) {

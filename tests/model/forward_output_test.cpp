@@ -24,7 +24,7 @@ TEST(ForwardOutput, HiddenRowsAreWhatTheLmHeadSaw) {
   pages.page_size = 8;
   pages.ensure(T);
   const int num_pages[kNumKvGroups] = {int(pages.table[0].size()), int(pages.table[1].size())};
-  KvCache cache = be.allocate_kv_cache(cfg, pages.page_size, num_pages);
+  KvCache cache = be.allocate_kv_cache(cfg.kv_layout(), pages.page_size, num_pages);
   SeqStep st;
   st.q_len = T;
   st.page_table[0] = &pages.table[0];

@@ -90,27 +90,19 @@ class CpuBackend final : public Backend {
     }
   }
 
-  KvCache allocate_kv_cache(const ModelConfig& cfg, int page_size, const int num_pages[kNumKvGroups]) override {
+  KvCache allocate_kv_cache(const KvLayout& layout, int page_size, const int num_pages[kNumKvGroups]) override {
     GS_CHECK(page_size > 0, "cpu allocate_kv_cache: page size {} must be positive", page_size);
     KvCache cache;
     for (int g = 0; g < kNumKvGroups; ++g) {
+      const KvGroupShape& shape = layout.groups[g];
       KvPool& p = cache.pools[g];
       p.page_size = page_size;
       p.num_pages = num_pages[g];
       GS_CHECK(p.num_pages >= 0, "cpu allocate_kv_cache: {} pages", p.num_pages);
-      for (const LayerSpec& l : cfg.layers) {
-        if (!l.owns_kv || int(l.group()) != g) continue;
-        if (p.cache_layers > 0)
-          GS_CHECK(p.kv_heads == l.num_kv_heads && p.head_dim == l.head_dim,
-                   "cpu allocate_kv_cache: layers of one KV group disagree on heads/head dim ({}×{} vs {}×{})",
-                   p.kv_heads, p.head_dim, l.num_kv_heads, l.head_dim);
-        p.kv_heads = l.num_kv_heads;
-        p.head_dim = l.head_dim;
-        ++p.cache_layers;
-      }
-      const Shape shape{p.cache_layers, p.num_pages, page_size, p.kv_heads, p.head_dim};
-      p.k = host_tensor(DType::F32, shape);
-      p.v = host_tensor(DType::F32, shape);
+      p.cache_layers = shape.cache_layers, p.kv_heads = shape.kv_heads, p.head_dim = shape.head_dim;
+      const Shape dims{p.cache_layers, p.num_pages, page_size, p.kv_heads, p.head_dim};
+      p.k = host_tensor(DType::F32, dims);
+      p.v = host_tensor(DType::F32, dims);
     }
     return cache;
   }

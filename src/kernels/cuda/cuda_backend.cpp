@@ -230,19 +230,16 @@ class CudaBackend final : public Backend {
   }
   void synchronize() override { GS_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
 
-  KvCache allocate_kv_cache(const ModelConfig& cfg, int page_size, const int num_pages[kNumKvGroups]) override {
+  KvCache allocate_kv_cache(const KvLayout& layout, int page_size, const int num_pages[kNumKvGroups]) override {
     GS_CHECK(page_size > 0, "allocate_kv_cache: page size {} must be positive", page_size);
     KvCache cache;
     for (int g = 0; g < kNumKvGroups; ++g) {
-      // From the layer specs directly: the cache layers of a group are the layers that own KV.
-      int layers = 0, heads = 0, dim = 0;
-      for (const LayerSpec& l : cfg.layers)
-        if (l.owns_kv && int(l.group()) == g) ++layers, heads = l.num_kv_heads, dim = l.head_dim;
+      const KvGroupShape& shape = layout.groups[g];
       KvPool& pool = cache.pools[g];
-      pool.cache_layers = layers, pool.num_pages = num_pages[g], pool.page_size = page_size;
-      pool.kv_heads = heads, pool.head_dim = dim;
-      if (layers == 0 || num_pages[g] <= 0) continue;
-      Shape s{layers, num_pages[g], page_size, heads, dim};
+      pool.cache_layers = shape.cache_layers, pool.num_pages = num_pages[g], pool.page_size = page_size;
+      pool.kv_heads = shape.kv_heads, pool.head_dim = shape.head_dim;
+      if (shape.cache_layers == 0 || num_pages[g] <= 0) continue;
+      Shape s{shape.cache_layers, num_pages[g], page_size, shape.kv_heads, shape.head_dim};
       pool.k = empty(kv_dtype(), s);
       pool.v = empty(kv_dtype(), s);
     }

@@ -1,5 +1,5 @@
 // Everything between a --model argument and a running engine, shared by `gemmaserve serve` and
-// `gemmaserve run`: the backend, the model (a checkpoint directory, the built-in demo, or a preset
+// `gemmaserve run` (no HTTP here): the backend, the model (a checkpoint directory, the built-in demo, or a preset
 // with dummy weights), the engine, the tokenizer, chat template and generation defaults.
 #pragma once
 #include <memory>
@@ -11,7 +11,7 @@
 #include "model/gemma4_model.h"
 #include "ops/backend.h"
 
-namespace gs::server {
+namespace gs::cli {
 
 struct StackOptions {
   std::string model;              // directory or preset; empty: the built-in demo model
@@ -45,4 +45,4 @@ class ServingStack {
   std::string backend_name_;
 };
 
-}  // namespace gs::server
+}  // namespace gs::cli

@@ -1,19 +1,16 @@
-#include "server/serving_stack.h"
+#include "cli/serving_stack.h"
 
 #include <chrono>
 #include <filesystem>
 
-#include "checkpoint/checkpoint.h"
 #include "core/error.h"
 #include "core/read_file.h"
 #include "core/log.h"
 #include "kernels/backends.h"
 #include "model/demo_model.h"
-#include "model/dummy_weights.h"
-#include "model/presets.h"
-#include "model/weight_loader.h"
+#include "model/model_source.h"
 
-namespace gs::server {
+namespace gs::cli {
 
 namespace fs = std::filesystem;
 
@@ -22,16 +19,6 @@ namespace {
 bool has_tokenizer(const std::string& dir) {
   return fs::exists(fs::path(dir) / "tokenizer.json") || (fs::path(dir).extension() == ".json" && fs::exists(dir)) ||
          (fs::path(dir).extension() == ".gguf" && fs::exists(dir));
-}
-
-// generation_config.json defaults for a dummy-weight model: the preset's, or the directory's.
-GenerationConfig dummy_generation_config(const std::string& model) {
-  if (is_preset(model)) {
-    return GenerationConfig::from_json(preset_generation_config_json(model), preset_config_json(model), "preset " + model);
-  }
-  fs::path gen = fs::path(model) / "generation_config.json";
-  nlohmann::json g = fs::exists(gen) ? read_json_file(gen.string()) : nlohmann::json();
-  return GenerationConfig::from_json(g, read_json_file((fs::path(model) / "config.json").string()), gen.string());
 }
 
 // --chat-template FILE: the template source; its special tokens are the tokenizer's.
@@ -57,38 +44,20 @@ ServingStack::~ServingStack() {
 }
 
 std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
-  GS_CHECK(o.load_format == "auto" || o.load_format == "dummy", "--load-format '{}' is not one of auto, dummy",
-           o.load_format);
+  ModelSpec spec{o.model, parse_load_format(o.load_format), o.engine.seed};
   std::unique_ptr<ServingStack> s(new ServingStack());
-  const bool demo = o.model.empty() || o.model == "demo";
-  std::string model_arg = demo ? "demo" : o.model;
+  const std::string model_arg = spec.label();
 
   s->backend_name_ = !o.backend.empty() ? o.backend : (cuda_available() ? "cuda" : "cpu");
   s->backend_ = create_backend(s->backend_name_);
 
   auto t0 = std::chrono::steady_clock::now();
-  ModelConfig cfg;
-  ModelWeights weights;
-  GenerationConfig gen;
-  std::string dir;  // checkpoint directory, when there is one
-  if (o.load_format == "dummy") {
-    cfg = resolve_dummy_config(model_arg);
-    weights = make_dummy_weights(cfg, *s->backend_, o.engine.seed);
-    gen = dummy_generation_config(model_arg);
-    if (!is_preset(model_arg)) dir = model_arg;
+  LoadedModel loaded = load_model(spec, *s->backend_);
+  const ModelConfig& cfg = loaded.config;
+  const std::string& dir = loaded.dir;
+  if (spec.format == LoadFormat::Dummy) {
     log::info("model: {} with dummy (random) weights, {} parameters", model_arg, parameters(cfg));
   } else {
-    if (demo) {
-      dir = ensure_demo_checkpoint();
-    } else {
-      GS_CHECK(!is_preset(model_arg) || fs::is_directory(model_arg),
-               "--model {}: a preset has no weights on disk; add --load-format dummy for random weights", model_arg);
-      dir = model_arg;
-    }
-    auto ckpt = Checkpoint::open(dir);
-    cfg = ModelConfig::from_json(ckpt->config_json());
-    weights = load_weights(*ckpt, cfg, *s->backend_);
-    gen = ckpt->generation_config();
     log::info("model: {} ({}), {} parameters, loaded in {:.1f} s", dir, cfg.architecture, parameters(cfg),
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }
@@ -125,16 +94,16 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
   }
 
   std::string name = o.served_model_name;
-  if (name.empty()) name = dir.empty() || demo ? model_arg : fs::path(dir).lexically_normal().filename().string();
+  if (name.empty()) name = dir.empty() || spec.is_demo() ? model_arg : fs::path(dir).lexically_normal().filename().string();
   if (name.empty()) name = fs::path(dir).lexically_normal().parent_path().filename().string();
 
-  s->model_ = std::make_shared<Gemma4Model>(cfg, std::move(weights), *s->backend_);
+  s->model_ = std::make_shared<Gemma4Model>(cfg, std::move(loaded.weights), *s->backend_);
   s->engine_ = std::make_unique<Engine>(s->model_, o.engine);
   s->client_ = std::make_unique<api::EngineClientFor>(*s->engine_);
-  s->serving_ = std::make_shared<api::ServingModel>(name, tokenizer, tmpl, gen);
+  s->serving_ = std::make_shared<api::ServingModel>(name, tokenizer, tmpl, loaded.generation);
   log::info("backend: {}", s->backend_->name());  // the engine logs its memory plan itself
   s->engine_->start();
   return s;
 }
 
-}  // namespace gs::server
+}  // namespace gs::cli
