@@ -24,12 +24,15 @@ struct RunOptions {
   std::optional<int> top_k;
   std::optional<int64_t> seed;
   bool enable_thinking = false;
+  double kv_cache_gib = 0;
 };
 
 int run(RunOptions o) {
   GS_CHECK(!o.prompt.empty(), "--prompt must not be empty");
   GS_CHECK(o.max_tokens > 0, "--max-tokens must be positive, got {}", o.max_tokens);
+  GS_CHECK(o.kv_cache_gib >= 0, "--kv-cache-memory-gib must be >= 0, got {}", o.kv_cache_gib);
   o.stack.engine.max_num_seqs = 1;
+  o.stack.engine.kv_cache_memory_bytes = static_cast<size_t>(o.kv_cache_gib * (1ull << 30));
   auto stack = server::ServingStack::load(o.stack);
   api::OpenAIService service(stack->client(), stack->serving_model());
 
@@ -108,6 +111,16 @@ GS_REGISTER_COMMAND(run, "run", "One chat turn with a model, streamed to the ter
                       app.add_option("--backend", o->stack.backend, "cpu, cuda or cuda:N");
                       app.add_option("--max-model-len", o->stack.engine.max_model_len,
                                      "Longest prompt + output (0: the model's)");
+                      // The memory flags of serve, which the engine's KV budget errors name.
+                      app.add_option("--gpu-memory-utilization", o->stack.engine.gpu_memory_utilization,
+                                     "cuda: fraction of the GPU's memory the engine may use (weights, activations, KV)")
+                          ->capture_default_str();
+                      app.add_option("--kv-cache-memory-gib", o->kv_cache_gib,
+                                     "KV cache size in GiB (0: cuda derives it from --gpu-memory-utilization, cpu "
+                                     "uses 1 GiB)");
+                      app.add_option("--max-num-batched-tokens", o->stack.engine.max_num_batched_tokens,
+                                     "Token budget of one engine step (the prompt is prefilled in chunks of this size)")
+                          ->capture_default_str();
                       return [o] { return run(*o); };
                     });
 

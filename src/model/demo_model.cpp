@@ -67,4 +67,10 @@ std::string ensure_demo_checkpoint(const std::string& dir_in) {
   return dir;
 }
 
+bool names_demo_model(const std::string& model) { return model.empty() || model == "demo"; }
+
+std::string checkpoint_dir_or_demo(const std::string& model) {
+  return names_demo_model(model) ? ensure_demo_checkpoint() : model;
+}
+
 }  // namespace gs

@@ -21,4 +21,11 @@ std::string default_demo_dir();
 // scratch directory and renamed into place.
 std::string ensure_demo_checkpoint(const std::string& dir = "");
 
+// `--model` of the commands that read a checkpoint (run, serve, inspect): none, or "demo", names
+// the built-in demo model.
+bool names_demo_model(const std::string& model);
+// The directory that `--model` names when weights are read from disk: the demo checkpoint
+// (created on first use) for the demo model, else `model` as given.
+std::string checkpoint_dir_or_demo(const std::string& model);
+
 }  // namespace gs

@@ -60,7 +60,7 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
   GS_CHECK(o.load_format == "auto" || o.load_format == "dummy", "--load-format '{}' is not one of auto, dummy",
            o.load_format);
   std::unique_ptr<ServingStack> s(new ServingStack());
-  const bool demo = o.model.empty() || o.model == "demo";
+  const bool demo = names_demo_model(o.model);
   std::string model_arg = demo ? "demo" : o.model;
 
   s->backend_name_ = !o.backend.empty() ? o.backend : (cuda_available() ? "cuda" : "cpu");
@@ -78,13 +78,9 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
     if (!is_preset(model_arg)) dir = model_arg;
     log::info("model: {} with dummy (random) weights, {} parameters", model_arg, parameters(cfg));
   } else {
-    if (demo) {
-      dir = ensure_demo_checkpoint();
-    } else {
-      GS_CHECK(!is_preset(model_arg) || fs::is_directory(model_arg),
-               "--model {}: a preset has no weights on disk; add --load-format dummy for random weights", model_arg);
-      dir = model_arg;
-    }
+    GS_CHECK(demo || !is_preset(model_arg) || fs::is_directory(model_arg),
+             "--model {}: a preset has no weights on disk; add --load-format dummy for random weights", model_arg);
+    dir = checkpoint_dir_or_demo(o.model);
     auto ckpt = Checkpoint::open(dir);
     cfg = ModelConfig::from_json(ckpt->config_json());
     weights = load_weights(*ckpt, cfg, *s->backend_);

@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
 
@@ -34,6 +35,29 @@ Result gemmaserve(const std::string& args) {
   int status = ::pclose(p);
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// stdout alone (stderr dropped).
+std::string gemmaserve_stdout(const std::string& args) {
+  std::string out;
+  FILE* p = ::popen((std::string(GS_BINARY) + " " + args + " 2>/dev/null").c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  ::pclose(p);
+  return out;
+}
+
+// Every --flag that `text` names.
+std::vector<std::string> flags_named(const std::string& text) {
+  std::vector<std::string> flags;
+  for (size_t at = text.find("--"); at != std::string::npos; at = text.find("--", at + 2)) {
+    size_t end = at + 2;
+    while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '-')) ++end;
+    if (end > at + 2) flags.push_back(text.substr(at, end - at));
+  }
+  return flags;
 }
 
 class Cli : public ::testing::Test {
@@ -108,6 +132,35 @@ TEST_F(Cli, InspectPresetsAndDirectories) {
   r = gemmaserve("inspect --model /no/such/dir");
   EXPECT_NE(r.rc, 0);
   EXPECT_THAT(r.out, HasSubstr("neither a model directory nor a preset name"));
+}
+
+TEST_F(Cli, InspectWithoutModelIsTheDemoModel) {
+  Result r = gemmaserve("inspect --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  json j = json::parse(r.out.substr(r.out.find('{')));
+  EXPECT_EQ(j["weights_from"], "files");  // the demo checkpoint that run and serve use
+  EXPECT_EQ(j["architecture"], "Gemma4ForConditionalGeneration");
+  EXPECT_GT(j["weights_bytes"].get<double>(), 0);
+}
+
+TEST_F(Cli, RunEndsItsOutputWithANewline) {
+  std::string out = gemmaserve_stdout("run --backend cpu --prompt Hello --max-tokens 4 --temperature 0");
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out.back(), '\n') << out;
+}
+
+TEST_F(Cli, KvBudgetErrorsNameFlagsTheCommandHas) {
+  for (const std::string cmd : {"serve --port 0", "run --prompt Hello"}) {
+    Result r = gemmaserve(cmd + " --backend cpu --kv-cache-memory-gib 0.0001");
+    ASSERT_NE(r.rc, 0) << cmd << ": " << r.out;
+    const size_t at = r.out.find("error: KV cache budget");
+    ASSERT_NE(at, std::string::npos) << cmd << ": " << r.out;
+    const std::string error = r.out.substr(at);
+    const std::string help = gemmaserve(cmd.substr(0, cmd.find(' ')) + " --help").out;
+    const std::vector<std::string> named = flags_named(error);
+    EXPECT_FALSE(named.empty()) << error;
+    for (const std::string& flag : named) EXPECT_THAT(help, HasSubstr(flag + " ")) << cmd << ": " << error;
+  }
 }
 
 }  // namespace
