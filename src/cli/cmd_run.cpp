@@ -60,6 +60,12 @@ int run(RunOptions o) {
   std::string finish;
   auto t0 = std::chrono::steady_clock::now();
   std::vector<api::ChoiceUpdate> updates;
+  // Output ends with a newline (and the terminal's colour reset) however generation ends.
+  auto end_output = [&] {
+    if (in_reasoning && tty) std::fputs("\x1b[0m", stdout);
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
+  };
   bool running = true;
   while (running) {
     updates.clear();
@@ -76,13 +82,15 @@ int run(RunOptions o) {
         std::fputs(u.delta.content.c_str(), stdout);
       }
       for (const auto& tc : u.delta.tool_calls) std::printf("\n[tool call] %s(%s)\n", tc.name.c_str(), tc.arguments.c_str());
-      if (!u.error.empty()) throw Error("generation failed: {}", u.error);
+      if (!u.error.empty()) {
+        end_output();  // the error message goes to stderr on a line of its own
+        throw Error("generation failed: {}", u.error);
+      }
       if (!u.finish_reason.empty()) finish = u.finish_reason;
       std::fflush(stdout);
     }
   }
-  if (in_reasoning && tty) std::fputs("\x1b[0m", stdout);
-  std::fputs("\n", stdout);
+  end_output();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   api::Usage u = session.usage();
   log::info("{} prompt + {} generated tokens in {:.2f} s ({:.1f} tokens/s), finish reason: {}", u.prompt_tokens,

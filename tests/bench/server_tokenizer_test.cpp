@@ -45,6 +45,7 @@ class TokenizingServer {
         res.set_content(json{{"prompt", text}}.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
       });
     }
+    srv_.set_tcp_nodelay(true);  // as gemmaserve: no 40 ms delayed-ACK stall per small answer
     port_ = srv_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { srv_.listen_after_bind(); });
     while (!srv_.is_running()) std::this_thread::sleep_for(std::chrono::milliseconds(1));

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <regex>
 
 #include "checkpoint/checkpoint.h"
 #include "test_util.h"
@@ -144,9 +145,19 @@ TEST_F(Cli, InspectWithoutModelIsTheDemoModel) {
 }
 
 TEST_F(Cli, RunEndsItsOutputWithANewline) {
-  std::string out = gemmaserve_stdout("run --backend cpu --prompt Hello --max-tokens 4 --temperature 0");
+  const std::string args = "run --backend cpu --prompt Hello --max-tokens 4 --temperature 0";
+  std::string out = gemmaserve_stdout(args);
   ASSERT_FALSE(out.empty());
   EXPECT_EQ(out.back(), '\n') << out;
+  // Also before the stats line on stderr: into one pipe, the answer's line is ended (and flushed)
+  // before the log writes, so the log line starts a line of its own.
+  Result r = gemmaserve(args);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const size_t stats = r.out.find(" prompt + 4 generated tokens");
+  ASSERT_NE(stats, std::string::npos) << r.out;
+  const size_t line = r.out.rfind('\n', stats);
+  ASSERT_NE(line, std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_match(r.out.substr(line + 1, stats - line - 1), std::regex(R"([0-9:. ]+I [0-9]+)"))) << r.out;
 }
 
 TEST_F(Cli, KvBudgetErrorsNameFlagsTheCommandHas) {
