@@ -100,6 +100,7 @@ std::vector<BenchRequest> load_dataset(const BenchOptions& o, const BenchTokeniz
   }
   if (o.dataset_name == "jsonl") {
     GS_CHECK(!o.dataset_path.empty(), "--dataset-name jsonl needs --dataset-path");
+    if (!tok) log::info("no tokenizer: prompt lengths will come from the server's usage ({})", why_none);
     return jsonl_dataset(o.dataset_path, tok, o.num_prompts, o.jsonl_output_len);
   }
   throw Error("--dataset-name '{}' is not random, sharegpt or jsonl", o.dataset_name);
@@ -191,7 +192,6 @@ int run(BenchOptions o) {
   }
   std::string why_no_tokenizer;
   const std::unique_ptr<BenchTokenizer> tok = resolve_tokenizer(o, s.model, why_no_tokenizer);
-  if (!tok) log::info("no tokenizer: {}", why_no_tokenizer);
   const std::vector<BenchRequest> dataset = load_dataset(o, tok.get(), why_no_tokenizer);
   log::info("benchmarking {} at {}{} with {} prompts", s.model, o.base_url, o.endpoint, dataset.size());
 

@@ -232,7 +232,7 @@ await runChecks([
     assert.equal((await http('POST', '/detokenize', { tokens: [-5] })).status, 400);
   }],
 
-  ['chat_template_kwargs: template switches work, the template's own variables are refused', async () => {
+  ['chat_template_kwargs: template switches work, the template inputs and Jinja globals are refused', async () => {
     const plain = await client.chat.completions.create({ model, messages, max_tokens: 1 });
     const thinking = await client.chat.completions.create(
       { model, messages, max_tokens: 1, chat_template_kwargs: { enable_thinking: true } });
