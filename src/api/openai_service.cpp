@@ -131,7 +131,9 @@ json OpenAIService::detokenize(const std::string& body) const {
     }
     ids.push_back(static_cast<int>(t.get<int64_t>()));
   }
-  std::string text = tok.decode(ids, /*skip_special=*/false);
+  // skip_special_tokens (a gemmaserve extension; vLLM's /detokenize has none): what a client needs
+  // to tell special tokens from text, e.g. `gemmaserve bench` probing the vocabulary.
+  std::string text = tok.decode(ids, f.boolean("skip_special_tokens").value_or(false));
   return {{"prompt", json::parse(json(text).dump(-1, ' ', false, json::error_handler_t::replace))}};
 }
 

@@ -24,6 +24,15 @@ std::string render_chat_prompt(const OpenAIRequest& req, const ServingModel& mod
   if (!model.chat_template) {
     throw invalid_request(fmt::format("model {} has no chat template; use /v1/completions", model.name), "messages");
   }
+  // Only the template's own switches (enable_thinking, ...) may come from the client: a kwarg named
+  // like one of the renderer's inputs or Jinja's globals would replace what the server validated.
+  for (auto it = req.chat_template_kwargs.begin(); it != req.chat_template_kwargs.end(); ++it) {
+    std::string why = ChatTemplate::reserved_variable_reason(it.key());
+    if (!why.empty()) {
+      throw invalid_request(fmt::format("chat_template_kwargs: '{}' cannot be set here: {}", it.key(), why),
+                            "chat_template_kwargs");
+    }
+  }
   RequestJson extra = req.chat_template_kwargs;
   extra["enable_thinking"] = req.enable_thinking;
   try {

@@ -17,7 +17,7 @@ SpecSnapshot snapshot(const LoadOptions& o) {
 }  // namespace
 
 BenchmarkRun run_benchmark(const LoadOptions& o, const RequestSettings& s, const std::vector<BenchRequest>& dataset,
-                           const Tokenizer* tok, const GoodputSlo& slo) {
+                           const BenchTokenizer* tok, const GoodputSlo& slo) {
   BenchmarkRun b;
   warm_up(o, s, dataset);
   const SpecSnapshot before = snapshot(o);

@@ -17,6 +17,6 @@ struct BenchmarkRun {
 };
 
 BenchmarkRun run_benchmark(const LoadOptions& o, const RequestSettings& s, const std::vector<BenchRequest>& dataset,
-                           const Tokenizer* tok, const GoodputSlo& slo);
+                           const BenchTokenizer* tok, const GoodputSlo& slo);
 
 }  // namespace gs::bench

@@ -1,14 +1,13 @@
 // The prompts a benchmark sends: the `random`, `sharegpt` and `jsonl` datasets of
-// `vllm bench serve` / SGLang's bench_serving, with token lengths measured by the model's tokenizer.
+// `vllm bench serve` / SGLang's bench_serving, with token lengths measured by the model's tokenizer
+// (bench_tokenizer.h: a local one or the server's).
 #pragma once
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-namespace gs {
-class Tokenizer;
-}
+#include "bench/bench_tokenizer.h"
 
 namespace gs::bench {
 
@@ -47,20 +46,20 @@ struct RandomDatasetOptions {
 // Prompts of random token ids decoded to text, re-encoded and adjusted until the text encodes to
 // exactly the drawn length (prefix + own tokens). When a length cannot be hit exactly (a
 // tokenizer that merges across every boundary), the closest found is used and recorded.
-std::vector<BenchRequest> random_dataset(const Tokenizer& tok, const RandomDatasetOptions& o);
+std::vector<BenchRequest> random_dataset(const BenchTokenizer& tok, const RandomDatasetOptions& o);
 
 // ShareGPT JSON (a list of {"conversations": [{"from","value"}, ...]}), filtered as vLLM's
 // ShareGPTDataset does: entries with at least two turns; prompt = turn 0, output length = the
 // token length of turn 1 (or `fixed_output_len` when > 0); skipped when prompt or output is
 // shorter than 4 tokens, the prompt is longer than 1024 or both together longer than 2048
 // (the filter applies only when the output length comes from the data). Shuffled with `seed`.
-std::vector<BenchRequest> sharegpt_dataset(const std::string& path, const Tokenizer& tok, int num_prompts,
+std::vector<BenchRequest> sharegpt_dataset(const std::string& path, const BenchTokenizer& tok, int num_prompts,
                                            int fixed_output_len, uint64_t seed);
 
 // One {"prompt": "...", "output_len": N} per line (output_len optional: `default_output_len`);
 // blank lines skipped. `tok` may be null (prompt_len then comes from the server's usage).
 // The first `num_prompts` lines are used in order (all when num_prompts <= 0).
-std::vector<BenchRequest> jsonl_dataset(const std::string& path, const Tokenizer* tok, int num_prompts,
+std::vector<BenchRequest> jsonl_dataset(const std::string& path, const BenchTokenizer* tok, int num_prompts,
                                         int default_output_len);
 
 }  // namespace gs::bench

@@ -8,17 +8,16 @@
 #include "bench/dataset.h"
 #include "core/error.h"
 #include "core/read_file.h"
-#include "tokenizer/tokenizer.h"
 
 namespace gs::bench {
 namespace {
 
 
-int token_count(const Tokenizer& tok, const std::string& text) { return static_cast<int>(tok.encode(text).size()); }
+int token_count(const BenchTokenizer& tok, const std::string& text) { return static_cast<int>(tok.encode(text).size()); }
 
 }  // namespace
 
-std::vector<BenchRequest> sharegpt_dataset(const std::string& path, const Tokenizer& tok, int num_prompts,
+std::vector<BenchRequest> sharegpt_dataset(const std::string& path, const BenchTokenizer& tok, int num_prompts,
                                            int fixed_output_len, uint64_t seed) {
   GS_CHECK(num_prompts >= 1, "sharegpt dataset: --num-prompts must be at least 1 (got {})", num_prompts);
   nlohmann::json data;
@@ -66,7 +65,7 @@ std::vector<BenchRequest> sharegpt_dataset(const std::string& path, const Tokeni
   return out;
 }
 
-std::vector<BenchRequest> jsonl_dataset(const std::string& path, const Tokenizer* tok, int num_prompts,
+std::vector<BenchRequest> jsonl_dataset(const std::string& path, const BenchTokenizer* tok, int num_prompts,
                                         int default_output_len) {
   std::istringstream lines(read_file(path));
   std::vector<BenchRequest> out;

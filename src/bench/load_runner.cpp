@@ -8,7 +8,6 @@
 #include "bench/arrivals.h"
 #include "bench/progress_bar.h"
 #include "core/log.h"
-#include "tokenizer/tokenizer.h"
 
 namespace gs::bench {
 namespace {
@@ -97,7 +96,7 @@ void warm_up(const LoadOptions& o, const RequestSettings& s, const std::vector<B
 }
 
 RunOutput run_load(const LoadOptions& o, const RequestSettings& s, const std::vector<BenchRequest>& dataset,
-                   const Tokenizer* tok) {
+                   const BenchTokenizer* tok) {
   const std::vector<double> times =
       arrival_times(static_cast<int>(dataset.size()), o.request_rate, o.burstiness, o.seed);
   RunOutput out;

@@ -12,10 +12,6 @@
 #include "bench/request_result.h"
 #include "bench/stream_request.h"
 
-namespace gs {
-class Tokenizer;
-}
-
 namespace gs::bench {
 
 struct LoadOptions {
@@ -43,6 +39,6 @@ void warm_up(const LoadOptions& o, const RequestSettings& s, const std::vector<B
 // counted with `tok` (the generated text, no special tokens), or as the number of text chunks
 // when there is no tokenizer (then a warning says so).
 RunOutput run_load(const LoadOptions& o, const RequestSettings& s, const std::vector<BenchRequest>& dataset,
-                   const Tokenizer* tok);
+                   const BenchTokenizer* tok);
 
 }  // namespace gs::bench

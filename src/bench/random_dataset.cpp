@@ -6,24 +6,9 @@
 #include "bench/dataset.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "tokenizer/tokenizer.h"
 
 namespace gs::bench {
 namespace {
-
-// Ids worth drawing: not special, and not byte-fallback pieces (<0xNN>), whose random runs decode
-// to invalid UTF-8 that re-encodes to something else entirely and slows the length fixing down.
-std::vector<int> drawable_ids(const Tokenizer& tok) {
-  std::vector<int> ids;
-  for (int id = 0; id < tok.vocab_size(); ++id) {
-    if (tok.is_special(id)) continue;
-    const std::string_view t = tok.token_text(id);
-    if (t.empty() || t.rfind("<0x", 0) == 0) continue;
-    ids.push_back(id);
-  }
-  GS_CHECK(!ids.empty(), "random dataset: the tokenizer has no ordinary tokens to draw prompts from");
-  return ids;
-}
 
 struct ExactText {
   std::string text;
@@ -35,7 +20,7 @@ struct ExactText {
 // miss: cut from the end what is too long, draw more for what is too short, until the text encodes
 // to `target` tokens. A redraw every few attempts escapes a cut and a top-up that keep undoing each
 // other. `fixed` ids (the shared prefix) are never changed.
-ExactText exact_length_text(const Tokenizer& tok, const std::vector<int>& fixed, std::vector<int> ids, int target,
+ExactText exact_length_text(const BenchTokenizer& tok, const std::vector<int>& fixed, std::vector<int> ids, int target,
                             const std::vector<int>& pool, std::mt19937_64& rng) {
   std::uniform_int_distribution<size_t> pick(0, pool.size() - 1);
   const size_t own_target = size_t(std::max(target - static_cast<int>(fixed.size()), 0));
@@ -66,12 +51,16 @@ ExactText exact_length_text(const Tokenizer& tok, const std::vector<int>& fixed,
 
 }  // namespace
 
-std::vector<BenchRequest> random_dataset(const Tokenizer& tok, const RandomDatasetOptions& o) {
+std::vector<BenchRequest> random_dataset(const BenchTokenizer& tok, const RandomDatasetOptions& o) {
   GS_CHECK(o.num_prompts >= 1, "random dataset: --num-prompts must be at least 1 (got {})", o.num_prompts);
   GS_CHECK(o.prefix_len >= 0, "random dataset: --random-prefix-len must be >= 0 (got {})", o.prefix_len);
   const LengthBounds in = length_bounds(o.input_len, o.range_ratio, o.range_mode);
   const LengthBounds out = length_bounds(o.output_len, o.range_ratio, o.range_mode);
-  const std::vector<int> pool = drawable_ids(tok);
+  // Not special and not byte-fallback pieces: random runs of those decode to invalid UTF-8 that
+  // re-encodes to something else entirely and slows the length fixing down.
+  const std::vector<int> pool = tok.prompt_token_pool(o.seed);
+  GS_CHECK(!pool.empty(), "random dataset: the tokenizer ({}) has no ordinary tokens to draw prompts from",
+           tok.description());
   std::mt19937_64 rng(o.seed);
   std::uniform_int_distribution<size_t> pick(0, pool.size() - 1);
   std::uniform_int_distribution<int> in_len(in.lo, in.hi), out_len(out.lo, out.hi);

@@ -1,9 +1,12 @@
 #include "chat/chat_template.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 
+#include "chat/jinja/interpreter.h"
 #include "chat/jinja/json_value.h"
+#include "chat/jinja/objects.h"
 #include "chat/jinja/template.h"
 #include "core/error.h"
 #include "core/read_file.h"
@@ -11,6 +14,26 @@
 namespace gs {
 
 namespace fs = std::filesystem;
+
+namespace {
+
+// transformers passes its special_tokens_map: the named special tokens that are set, plus
+// additional_special_tokens (a list).
+constexpr const char* kSpecialTokenNames[] = {"bos_token", "eos_token", "unk_token", "sep_token",
+                                              "pad_token", "cls_token", "mask_token"};
+constexpr const char* kAdditionalSpecialTokens = "additional_special_tokens";
+// What render() itself passes besides the special tokens.
+constexpr const char* kMessages = "messages";
+constexpr const char* kTools = "tools";
+constexpr const char* kDocuments = "documents";
+constexpr const char* kAddGenerationPrompt = "add_generation_prompt";
+constexpr const char* kRendererInputs[] = {kMessages, kTools, kDocuments, kAddGenerationPrompt};
+
+bool in(const std::vector<std::string>& names, const std::string& name) {
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+}  // namespace
 
 struct ChatTemplate::Impl {
   std::string source;
@@ -80,13 +103,13 @@ ChatTemplate ChatTemplate::from_model_dir(const std::string& dir) {
     throw Error("chat template of {}: {}", dir, e.what());
   }
   // transformers passes its special_tokens_map: the named special tokens that are set.
-  for (const char* name : {"bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token"}) {
+  for (const char* name : kSpecialTokenNames) {
     if (!config.contains(name)) continue;
     if (auto text = token_text(config[name])) t.impl_->special.emplace_back(name, *text);
   }
-  if (config.contains("additional_special_tokens") && config["additional_special_tokens"].is_array()) {
+  if (config.contains(kAdditionalSpecialTokens) && config[kAdditionalSpecialTokens].is_array()) {
     t.impl_->has_additional = true;
-    for (const auto& v : config["additional_special_tokens"])
+    for (const auto& v : config[kAdditionalSpecialTokens])
       if (auto text = token_text(v)) t.impl_->additional_special.push_back(*text);
   }
   return t;
@@ -106,6 +129,17 @@ const std::vector<std::pair<std::string, std::string>>& ChatTemplate::special_to
 }
 const std::string& ChatTemplate::source() const { return impl_->source; }
 
+std::string ChatTemplate::reserved_variable_reason(const std::string& name) {
+  for (const char* n : kRendererInputs)
+    if (name == n) return "it is an input of the template, built from the request's own validated fields";
+  for (const char* n : kSpecialTokenNames)
+    if (name == n) return "it is a special-token variable, set from the model's tokenizer";
+  if (name == kAdditionalSpecialTokens) return "it is a special-token variable, set from the model's tokenizer";
+  if (in(jinja::builtin_global_names(), name)) return "it is a Jinja built-in function";
+  if (in(jinja::block_variable_names(), name)) return "it is a variable Jinja binds in loops and macros";
+  return "";
+}
+
 std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const nlohmann::ordered_json& tools,
                                  bool add_generation_prompt, const nlohmann::ordered_json& extra) const {
   GS_CHECK(messages.is_array(), "chat messages must be a JSON array");
@@ -118,14 +152,19 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& messages, const n
   if (impl_->has_additional) {
     std::vector<jinja::Value> items;
     for (const auto& s : impl_->additional_special) items.push_back(jinja::Value::string(s));
-    vars.emplace_back("additional_special_tokens", jinja::Value::list(std::move(items)));
+    vars.emplace_back(kAdditionalSpecialTokens, jinja::Value::list(std::move(items)));
   }
-  vars.emplace_back("messages", jinja::from_json(messages));
-  vars.emplace_back("tools", jinja::from_json(tools));
-  vars.emplace_back("documents", jinja::Value::none());
-  vars.emplace_back("add_generation_prompt", jinja::Value::boolean(add_generation_prompt));
-  if (extra.is_object())
-    for (auto it = extra.begin(); it != extra.end(); ++it) vars.emplace_back(it.key(), jinja::from_json(it.value()));
+  vars.emplace_back(kMessages, jinja::from_json(messages));
+  vars.emplace_back(kTools, jinja::from_json(tools));
+  vars.emplace_back(kDocuments, jinja::Value::none());
+  vars.emplace_back(kAddGenerationPrompt, jinja::Value::boolean(add_generation_prompt));
+  if (extra.is_object()) {
+    for (auto it = extra.begin(); it != extra.end(); ++it) {
+      std::string why = reserved_variable_reason(it.key());
+      GS_CHECK(why.empty(), "extra chat template variable '{}' is not allowed: {}", it.key(), why);
+      vars.emplace_back(it.key(), jinja::from_json(it.value()));
+    }
+  }
   return impl_->tmpl.render(vars);
 }
 

@@ -32,6 +32,13 @@ class ChatTemplate {
   std::string render(const nlohmann::json& messages, const nlohmann::json& tools, bool add_generation_prompt,
                      const nlohmann::json& extra = nlohmann::json::object()) const;
 
+  // Why `name` cannot be an extra variable (chat_template_kwargs), or "" when it can. Reserved are
+  // the renderer's own inputs (messages, tools, documents, add_generation_prompt and the special
+  // tokens, which the server fills from a validated request and the tokenizer) and the names Jinja
+  // provides (range, namespace, raise_exception, ..., loop, caller): an extra variable of that name
+  // would replace them. render() refuses them too.
+  static std::string reserved_variable_reason(const std::string& name);
+
   // The special-token variables the template sees (name, value), e.g. {"bos_token", "<bos>"}.
   const std::vector<std::pair<std::string, std::string>>& special_tokens() const;
   const std::string& source() const;

@@ -9,6 +9,7 @@
 #include <iostream>
 #include <limits>
 
+#include "bench/bench_tokenizer.h"
 #include "bench/benchmark.h"
 #include "bench/dataset.h"
 #include "bench/report.h"
@@ -17,7 +18,6 @@
 #include "cli/command.h"
 #include "core/error.h"
 #include "core/log.h"
-#include "tokenizer/tokenizer.h"
 
 namespace gs::cli {
 namespace {
@@ -57,9 +57,25 @@ struct BenchOptions {
   double timeout_s = 600;
 };
 
-std::vector<BenchRequest> load_dataset(const BenchOptions& o, const Tokenizer* tok) {
+// The tokenizer prompt lengths and token counts come from: --tokenizer, else the server's own
+// (POST /tokenize). Null when neither is there; `why_none` then says why the server's was not used.
+std::unique_ptr<BenchTokenizer> resolve_tokenizer(const BenchOptions& o, const std::string& model,
+                                                  std::string& why_none) {
+  if (!o.tokenizer.empty()) return local_bench_tokenizer(o.tokenizer);
+  try {
+    auto tok = server_bench_tokenizer(o.base_url, o.api_key, model, o.timeout_s);
+    log::info("no --tokenizer: token lengths come from the server's tokenizer ({})", tok->description());
+    return tok;
+  } catch (const Error& e) {
+    why_none = e.what();
+    return nullptr;
+  }
+}
+
+std::vector<BenchRequest> load_dataset(const BenchOptions& o, const BenchTokenizer* tok, const std::string& why_none) {
   if (o.dataset_name == "random") {
-    GS_CHECK(tok, "--dataset-name random needs --tokenizer (prompt lengths are exact token counts)");
+    GS_CHECK(tok, "--dataset-name random needs a tokenizer (prompt lengths are exact token counts): pass --tokenizer "
+             "(a tokenizer.json, model directory or .gguf); {}", why_none);
     RandomDatasetOptions r;
     r.num_prompts = o.num_prompts;
     r.input_len = o.random_input_len;
@@ -77,21 +93,23 @@ std::vector<BenchRequest> load_dataset(const BenchOptions& o, const Tokenizer* t
     return random_dataset(*tok, r);
   }
   if (o.dataset_name == "sharegpt") {
-    GS_CHECK(tok, "--dataset-name sharegpt needs --tokenizer (lengths are token counts)");
+    GS_CHECK(tok, "--dataset-name sharegpt needs a tokenizer (lengths are token counts): pass --tokenizer; {}",
+             why_none);
     GS_CHECK(!o.dataset_path.empty(), "--dataset-name sharegpt needs --dataset-path");
     return sharegpt_dataset(o.dataset_path, *tok, o.num_prompts, o.sharegpt_output_len, o.seed);
   }
   if (o.dataset_name == "jsonl") {
     GS_CHECK(!o.dataset_path.empty(), "--dataset-name jsonl needs --dataset-path");
+    if (!tok) log::info("no tokenizer: prompt lengths will come from the server's usage ({})", why_none);
     return jsonl_dataset(o.dataset_path, tok, o.num_prompts, o.jsonl_output_len);
   }
   throw Error("--dataset-name '{}' is not random, sharegpt or jsonl", o.dataset_name);
 }
 
-nlohmann::json config_json(const BenchOptions& o, const RequestSettings& s) {
+nlohmann::json config_json(const BenchOptions& o, const RequestSettings& s, const BenchTokenizer* tok) {
   auto num = [](double v) { return std::isinf(v) ? nlohmann::json("inf") : nlohmann::json(v); };
   nlohmann::json j = {{"base_url", o.base_url},      {"endpoint", o.endpoint},
-                      {"model_id", s.model},         {"tokenizer", o.tokenizer},
+                      {"model_id", s.model},         {"tokenizer", tok ? tok->description() : ""},
                       {"dataset_name", o.dataset_name}, {"num_prompts", o.num_prompts},
                       {"max_concurrency", o.max_concurrency > 0 ? nlohmann::json(o.max_concurrency) : nlohmann::json(nullptr)},
                       {"request_rate", num(o.request_rate)}, {"burstiness", o.burstiness},
@@ -172,9 +190,9 @@ int run(BenchOptions o) {
     HttpClient probe(o.base_url, o.api_key, 30);
     s.model = o.model.empty() ? first_model_id(probe) : o.model;
   }
-  std::shared_ptr<const Tokenizer> tok;
-  if (!o.tokenizer.empty()) tok = Tokenizer::load(o.tokenizer);
-  const std::vector<BenchRequest> dataset = load_dataset(o, tok.get());
+  std::string why_no_tokenizer;
+  const std::unique_ptr<BenchTokenizer> tok = resolve_tokenizer(o, s.model, why_no_tokenizer);
+  const std::vector<BenchRequest> dataset = load_dataset(o, tok.get(), why_no_tokenizer);
   log::info("benchmarking {} at {}{} with {} prompts", s.model, o.base_url, o.endpoint, dataset.size());
 
   LoadOptions load;
@@ -187,7 +205,7 @@ int run(BenchOptions o) {
   load.warmup_requests = o.warmup_requests;
   load.progress = !o.disable_tqdm;
   load.timeout_s = o.timeout_s;
-  const nlohmann::json config = config_json(o, s);
+  const nlohmann::json config = config_json(o, s, tok.get());
 
   if (!sweep) {
     const BenchmarkRun b = run_benchmark(load, s, dataset, tok.get(), slo);
@@ -247,7 +265,8 @@ GS_REGISTER_COMMAND(bench, "bench", "Benchmark an OpenAI-compatible server (vllm
                       app.add_option("--model", o->model, "Model name to send (default: the first of GET /v1/models)");
                       app.add_option("--tokenizer", o->tokenizer,
                                      "tokenizer.json, model directory or .gguf: exact prompt lengths, and output "
-                                     "counts when the server sends no usage");
+                                     "counts when the server sends no usage (default: the server's own, over its "
+                                     "POST /tokenize and /detokenize)");
                       app.add_option("--api-key", o->api_key, "Bearer token (default: $OPENAI_API_KEY)");
                       app.add_option("--dataset-name", o->dataset_name, "random, sharegpt or jsonl")->capture_default_str();
                       app.add_option("--dataset-path", o->dataset_path, "ShareGPT JSON or prompts JSONL");

@@ -13,6 +13,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "model/dummy_weights.h"
+#include "model/model_source.h"
 #include "model/presets.h"
 
 namespace gs::cli {
@@ -47,15 +48,17 @@ json layer_json(const LayerSpec& l, int i) {
 }
 
 int run(const InspectOptions& o) {
-  ModelConfig cfg = resolve_dummy_config(o.model);
+  // Like run and serve: no --model (or "demo") is the built-in demo model's checkpoint.
+  const std::string model = model_location(ModelSpec{o.model});
+  ModelConfig cfg = resolve_dummy_config(model);
   std::unique_ptr<Checkpoint> ckpt;
-  if (!is_preset(o.model) && has_weights(o.model)) {
+  if (!is_preset(model) && has_weights(model)) {
     spdlog::level::level_enum lvl = spdlog::get_level();
     spdlog::set_level(spdlog::level::warn);  // the table says what the load log would
-    ckpt = Checkpoint::open(o.model);
+    ckpt = Checkpoint::open(model);
     spdlog::set_level(lvl);
   }
-  std::string target = o.target.empty() && is_preset(o.model) ? preset_target(o.model) : o.target;
+  std::string target = o.target.empty() && is_preset(model) ? preset_target(model) : o.target;
   if (cfg.is_assistant && !target.empty()) cfg.bind_assistant_to(resolve_dummy_config(target));
 
   const size_t bf16 = 2;
@@ -107,7 +110,9 @@ int run(const InspectOptions& o) {
 GS_REGISTER_COMMAND(inspect, "inspect", "print a model's structure as derived from its config.json",
                     [](CLI::App& app) -> std::function<int()> {
                       auto o = std::make_shared<InspectOptions>();
-                      app.add_option("--model", o->model, "model directory or preset name")->required();
+                      app.add_option("--model", o->model,
+                                     "model directory or preset name (default: the built-in demo model, created "
+                                     "on first use)");
                       app.add_option("--target", o->target,
                                      "for an assistant: the target model (directory or preset) whose KV it reads");
                       app.add_flag("--json", o->json, "machine-readable output");

@@ -57,8 +57,8 @@ int run(const MakeModelOptions& o) {
   const double gb = double(cfg.parameter_count()) * double(dtype_size(ro.dtype)) / 1e9;
   if (preset_is_real_size(o.preset) && !o.dummy_ok)
     throw Error("preset '{}' has the real model's shape: its random checkpoint is {:.1f} GB on disk. Pass "
-                "--dummy-ok to write it anyway (to measure performance without files, use --load-format dummy "
-                "--model {})",
+                "--dummy-ok to write it anyway (to measure performance without files: gemmaserve serve or bench-decode "
+                "--model {} --load-format dummy)",
                 o.preset, gb, o.preset);
   std::error_code ec;
   if (fs::exists(o.out) && !fs::is_empty(o.out, ec) && !o.force)

@@ -24,12 +24,15 @@ struct RunOptions {
   std::optional<int> top_k;
   std::optional<int64_t> seed;
   bool enable_thinking = false;
+  double kv_cache_gib = 0;
 };
 
 int run(RunOptions o) {
   GS_CHECK(!o.prompt.empty(), "--prompt must not be empty");
   GS_CHECK(o.max_tokens > 0, "--max-tokens must be positive, got {}", o.max_tokens);
+  GS_CHECK(o.kv_cache_gib >= 0, "--kv-cache-memory-gib must be >= 0, got {}", o.kv_cache_gib);
   o.stack.engine.max_num_seqs = 1;
+  o.stack.engine.kv_cache_memory_bytes = static_cast<size_t>(o.kv_cache_gib * (1ull << 30));
   auto stack = ServingStack::load(o.stack);
   api::OpenAIService service(stack->client(), stack->serving_model());
 
@@ -57,6 +60,12 @@ int run(RunOptions o) {
   std::string finish;
   auto t0 = std::chrono::steady_clock::now();
   std::vector<api::ChoiceUpdate> updates;
+  // Output ends with a newline (and the terminal's colour reset) however generation ends.
+  auto end_output = [&] {
+    if (in_reasoning && tty) std::fputs("\x1b[0m", stdout);
+    std::fputs("\n", stdout);
+    std::fflush(stdout);
+  };
   bool running = true;
   while (running) {
     updates.clear();
@@ -73,13 +82,15 @@ int run(RunOptions o) {
         std::fputs(u.delta.content.c_str(), stdout);
       }
       for (const auto& tc : u.delta.tool_calls) std::printf("\n[tool call] %s(%s)\n", tc.name.c_str(), tc.arguments.c_str());
-      if (!u.error.empty()) throw Error("generation failed: {}", u.error);
+      if (!u.error.empty()) {
+        end_output();  // the error message goes to stderr on a line of its own
+        throw Error("generation failed: {}", u.error);
+      }
       if (!u.finish_reason.empty()) finish = u.finish_reason;
       std::fflush(stdout);
     }
   }
-  if (in_reasoning && tty) std::fputs("\x1b[0m", stdout);
-  std::fputs("\n", stdout);
+  end_output();
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   api::Usage u = session.usage();
   log::info("{} prompt + {} generated tokens in {:.2f} s ({:.1f} tokens/s), finish reason: {}", u.prompt_tokens,
@@ -108,6 +119,16 @@ GS_REGISTER_COMMAND(run, "run", "One chat turn with a model, streamed to the ter
                       app.add_option("--backend", o->stack.backend, "cpu, cuda or cuda:N");
                       app.add_option("--max-model-len", o->stack.engine.max_model_len,
                                      "Longest prompt + output (0: the model's)");
+                      // The memory flags of serve, which the engine's KV budget errors name.
+                      app.add_option("--gpu-memory-utilization", o->stack.engine.gpu_memory_utilization,
+                                     "cuda: fraction of the GPU's memory the engine may use (weights, activations, KV)")
+                          ->capture_default_str();
+                      app.add_option("--kv-cache-memory-gib", o->kv_cache_gib,
+                                     "KV cache size in GiB (0: cuda derives it from --gpu-memory-utilization, cpu "
+                                     "uses 1 GiB)");
+                      app.add_option("--max-num-batched-tokens", o->stack.engine.max_num_batched_tokens,
+                                     "Token budget of one engine step (the prompt is prefilled in chunks of this size)")
+                          ->capture_default_str();
                       return [o] { return run(*o); };
                     });
 

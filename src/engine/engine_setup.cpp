@@ -56,7 +56,7 @@ EngineSetup setup_engine(Gemma4Model& model, const EngineOptions& opts) {
              used / (1 << 30), total / (1 << 30), opts.gpu_memory_utilization);
     in.kv_budget_bytes = size_t(budget);
   } else {
-    in.kv_budget_bytes = size_t(1) << 30;  // cpu: a fixed 1 GiB unless --kv-cache-memory says otherwise
+    in.kv_budget_bytes = size_t(1) << 30;  // cpu: a fixed 1 GiB unless --kv-cache-memory-gib says otherwise
   }
   s.plan = plan_kv_memory(in);
   s.max_model_len = s.plan.max_model_len;

@@ -110,7 +110,7 @@ MemoryPlan plan_kv_memory(const MemoryPlanInput& in) {
 
   GS_CHECK(double(plan.num_pages[S]) * bs + double(plan.num_pages[F]) * bf <= budget && plan.num_pages[S] >= min_sliding,
            "KV cache budget of {} holds {} sliding pages of {} tokens, but one request needs {} (window {} + a chunk of "
-           "{} tokens); raise the KV memory (--gpu-memory-utilization / --kv-cache-memory) or lower "
+           "{} tokens); raise the KV memory (--gpu-memory-utilization / --kv-cache-memory-gib) or lower "
            "--max-num-batched-tokens",
            human_bytes(budget), plan.num_pages[S], in.page_size, min_sliding, in.window, in.max_num_batched_tokens);
   if (plan.num_pages[F] < min_full) {

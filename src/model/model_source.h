@@ -37,6 +37,9 @@ struct LoadedModel {
   std::string dir;                // the checkpoint directory, when there is one (tokenizer, template)
 };
 
+// The demo's checkpoint directory (written if needed) for the demo, else the argument as given (a
+// preset name or a directory).
+std::string model_location(const ModelSpec& spec);
 // The model's structure without its weights; `dir` receives the checkpoint directory when the
 // spec names one whose weights would be read (the demo's is created if needed). Throws gs::Error.
 ModelConfig resolve_model_config(const ModelSpec& spec, std::string* dir = nullptr);

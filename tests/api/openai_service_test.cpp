@@ -310,6 +310,8 @@ TEST_F(ServiceTest, TokenizeAndDetokenize) {
   EXPECT_EQ(t["count"], 3);
   json d = service->detokenize(json{{"tokens", t["tokens"]}}.dump());
   EXPECT_EQ(d["prompt"], "<bos>Hello world");
+  json plain = service->detokenize(json{{"tokens", t["tokens"]}, {"skip_special_tokens", true}}.dump());
+  EXPECT_EQ(plain["prompt"], "Hello world");
   json c = service->tokenize(R"({"messages":[{"role":"user","content":"Hi"}]})");
   EXPECT_EQ(c["tokens"], json(tok->encode("<bos><|turn>user\nHi<turn|>\n<|turn>model\n", false)));
   EXPECT_THROW(service->detokenize(R"({"tokens":[-1]})"), ApiError);

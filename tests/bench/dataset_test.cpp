@@ -54,7 +54,7 @@ class DatasetTest : public ::testing::Test {
     dir_ = new fs::path(fs::temp_directory_path() / ("gs_bench_ds_" + std::to_string(::getpid())));
     fs::create_directories(*dir_);
     write_demo_tokenizer(dir_->string());
-    tok_ = new std::shared_ptr<const Tokenizer>(Tokenizer::load(dir_->string()));
+    tok_ = local_bench_tokenizer(dir_->string()).release();
   }
   static void TearDownTestSuite() {
     delete tok_;
@@ -66,12 +66,12 @@ class DatasetTest : public ::testing::Test {
     std::ofstream(p) << text;
     return p;
   }
-  const Tokenizer& tok() { return **tok_; }
+  const BenchTokenizer& tok() { return *tok_; }
   static fs::path* dir_;
-  static std::shared_ptr<const Tokenizer>* tok_;
+  static BenchTokenizer* tok_;
 };
 fs::path* DatasetTest::dir_ = nullptr;
-std::shared_ptr<const Tokenizer>* DatasetTest::tok_ = nullptr;
+BenchTokenizer* DatasetTest::tok_ = nullptr;
 
 TEST_F(DatasetTest, RandomPromptsHaveTheirDrawnLengthsExactly) {
   for (RangeMode mode : {RangeMode::Vllm, RangeMode::Sglang}) {

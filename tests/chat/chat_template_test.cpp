@@ -77,6 +77,24 @@ TEST(ChatTemplateVars, SameVariablesAsTransformers) {
   EXPECT_EQ(t.render(kUser, nullptr, false, ojson{{"enable_thinking", true}, {"custom", 7}}), "TrueTrueTrueFalseTrue7");
 }
 
+TEST(ChatTemplateVars, ExtraVariablesCannotReplaceInputsOrBuiltins) {
+  ChatTemplate t("{{ bos_token }}{{ messages | length }}{{ range(2) | list | length }}{{ custom }}");
+  EXPECT_EQ(t.render(kUser, nullptr, false, ojson{{"custom", "!"}}), "<bos>12!");
+  for (const char* name : {"messages", "tools", "documents", "add_generation_prompt", "bos_token", "eos_token",
+                           "mask_token", "additional_special_tokens", "range", "namespace", "dict", "raise_exception",
+                           "strftime_now", "loop", "caller", "varargs", "kwargs"}) {
+    EXPECT_NE(ChatTemplate::reserved_variable_reason(name), "") << name;
+    try {
+      t.render(kUser, nullptr, false, ojson{{name, "x"}});
+      ADD_FAILURE() << name << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("'") + name + "'"), std::string::npos) << e.what();
+    }
+  }
+  for (const char* name : {"enable_thinking", "custom", "reasoning_effort", "builtin_tools", "date_string"})
+    EXPECT_EQ(ChatTemplate::reserved_variable_reason(name), "") << name;
+}
+
 TEST(ChatTemplateVars, OrderedJsonKeepsKeyOrderForTojson) {
   ChatTemplate t("{{ messages[0].tool_calls[0].function.arguments | tojson }}");
   auto msgs = ojson::parse(

@@ -5,8 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cctype>
 #include <cstdio>
 #include <filesystem>
+#include <regex>
 
 #include "checkpoint/checkpoint.h"
 #include "test_util.h"
@@ -34,6 +36,29 @@ Result gemmaserve(const std::string& args) {
   int status = ::pclose(p);
   r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
+}
+
+// stdout alone (stderr dropped).
+std::string gemmaserve_stdout(const std::string& args) {
+  std::string out;
+  FILE* p = ::popen((std::string(GS_BINARY) + " " + args + " 2>/dev/null").c_str(), "r");
+  if (!p) return out;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  ::pclose(p);
+  return out;
+}
+
+// Every --flag that `text` names.
+std::vector<std::string> flags_named(const std::string& text) {
+  std::vector<std::string> flags;
+  for (size_t at = text.find("--"); at != std::string::npos; at = text.find("--", at + 2)) {
+    size_t end = at + 2;
+    while (end < text.size() && (std::isalnum(static_cast<unsigned char>(text[end])) || text[end] == '-')) ++end;
+    if (end > at + 2) flags.push_back(text.substr(at, end - at));
+  }
+  return flags;
 }
 
 class Cli : public ::testing::Test {
@@ -108,6 +133,45 @@ TEST_F(Cli, InspectPresetsAndDirectories) {
   r = gemmaserve("inspect --model /no/such/dir");
   EXPECT_NE(r.rc, 0);
   EXPECT_THAT(r.out, HasSubstr("neither a model directory nor a preset name"));
+}
+
+TEST_F(Cli, InspectWithoutModelIsTheDemoModel) {
+  Result r = gemmaserve("inspect --json");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  json j = json::parse(r.out.substr(r.out.find('{')));
+  EXPECT_EQ(j["weights_from"], "files");  // the demo checkpoint that run and serve use
+  EXPECT_EQ(j["architecture"], "Gemma4ForConditionalGeneration");
+  EXPECT_GT(j["weights_bytes"].get<double>(), 0);
+}
+
+TEST_F(Cli, RunEndsItsOutputWithANewline) {
+  const std::string args = "run --backend cpu --prompt Hello --max-tokens 4 --temperature 0";
+  std::string out = gemmaserve_stdout(args);
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out.back(), '\n') << out;
+  // Also before the stats line on stderr: into one pipe, the answer's line is ended (and flushed)
+  // before the log writes, so the log line starts a line of its own.
+  Result r = gemmaserve(args);
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const size_t stats = r.out.find(" prompt + 4 generated tokens");
+  ASSERT_NE(stats, std::string::npos) << r.out;
+  const size_t line = r.out.rfind('\n', stats);
+  ASSERT_NE(line, std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_match(r.out.substr(line + 1, stats - line - 1), std::regex(R"([0-9:. ]+I [0-9]+)"))) << r.out;
+}
+
+TEST_F(Cli, KvBudgetErrorsNameFlagsTheCommandHas) {
+  for (const std::string cmd : {"serve --port 0", "run --prompt Hello"}) {
+    Result r = gemmaserve(cmd + " --backend cpu --kv-cache-memory-gib 0.0001");
+    ASSERT_NE(r.rc, 0) << cmd << ": " << r.out;
+    const size_t at = r.out.find("error: KV cache budget");
+    ASSERT_NE(at, std::string::npos) << cmd << ": " << r.out;
+    const std::string error = r.out.substr(at);
+    const std::string help = gemmaserve(cmd.substr(0, cmd.find(' ')) + " --help").out;
+    const std::vector<std::string> named = flags_named(error);
+    EXPECT_FALSE(named.empty()) << error;
+    for (const std::string& flag : named) EXPECT_THAT(help, HasSubstr(flag + " ")) << cmd << ": " << error;
+  }
 }
 
 }  // namespace

@@ -2,7 +2,9 @@
 # gemmaserve bench and eval against `gemmaserve serve` on the demo model (cpu): a short random
 # benchmark on both endpoints whose JSON must hold every metric with sane values, a 2-point
 # sweep, the per-request JSONL and SVG plots, and eval on the repo's multiple-choice fixture in
-# both modes. Bounded: every client command runs under `timeout`.
+# both modes. Bench runs with --tokenizer and, without it, on the server's own tokenizer
+# (POST /tokenize): prompts still of exact token lengths. Bounded: every client command runs
+# under `timeout`.
 # Usage (ctest): bash bench_demo.sh GEMMASERVE_BINARY SOURCE_DIR
 set -euo pipefail
 bin="$1"; src="$2"
@@ -13,20 +15,32 @@ gs_start_server "$bin" "$work/server.log" --backend cpu --max-model-len 512 --ma
 demo="$GS_DEMO_DIR"  # the server created the demo model there
 status=0
 
-common=(--base-url "$GS_BASE_URL" --tokenizer "$demo" --dataset-name random
+common=(--base-url "$GS_BASE_URL" --dataset-name random
         --random-input-len 32 --random-output-len 8 --random-range-ratio 0.5 --max-concurrency 4
         --ignore-eos --seed 7 --disable-tqdm)
-gs_run "$bin" bench "${common[@]}" --num-prompts 20 --random-range-mode sglang --warmup-requests 2 --goodput ttft:60000 tpot:60000 \
+gs_run "$bin" bench "${common[@]}" --tokenizer "$demo" --num-prompts 20 --random-range-mode sglang --warmup-requests 2 --goodput ttft:60000 tpot:60000 \
   --output-json "$work/completions.json" --output-requests "$work/requests.jsonl" --plot "$work/plots" \
   --request-rate 50 --burstiness 0.8
 gs_run "$bin" bench "${common[@]}" --num-prompts 20 --random-range-mode vllm --random-prefix-len 8 --endpoint /v1/chat/completions \
   --output-json "$work/chat.json"
 gs_run "$bin" bench "${common[@]}" --num-prompts 6 --sweep max-concurrency=1,3 --output-json "$work/sweep.json" \
   --plot "$work/sweep_plots"
+# No --tokenizer (nor above, but for the first run): the server's. Exact lengths: 6 x 32 tokens.
+gs_run "$bin" bench --base-url "$GS_BASE_URL" --dataset-name random --random-input-len 32 --random-output-len 4 \
+  --num-prompts 6 --ignore-eos --seed 3 --disable-tqdm --output-json "$work/exact.json" 2>"$work/exact.err"
+grep -q "server's tokenizer" "$work/exact.err" || { echo "bench did not say it used the server's tokenizer"; status=1; }
 gs_run "$bin" eval --base-url "$GS_BASE_URL" --dataset "$src/fixtures/eval/mini_mc.jsonl" --concurrency 4 \
   --max-tokens 8 --output "$work/eval_gen.jsonl" --output-json "$work/eval_gen.json" --disable-tqdm
 gs_run "$bin" eval --base-url "$GS_BASE_URL" --dataset "$src/fixtures/eval/mini_mc.jsonl" --mode loglikelihood \
   --limit 6 --output "$work/eval_ll.jsonl" --output-json "$work/eval_ll.json" --disable-tqdm
+
+# A server that does not tokenize (here: a path prefix with nothing behind it), and no --tokenizer:
+# an error that says to pass --tokenizer.
+if "$bin" bench --base-url "$GS_BASE_URL/nothing" --model demo --num-prompts 1 --disable-tqdm >"$work/notok.out" 2>&1; then
+  echo "bench ran random prompts with no tokenizer at all"; status=1
+elif ! grep -q "needs a tokenizer.*pass --tokenizer.*does not tokenize.*HTTP 404" "$work/notok.out"; then
+  echo "unclear error without a tokenizer:"; cat "$work/notok.out"; status=1
+fi
 
 # A wrong option value is a clear error, not a crash.
 if "$bin" bench --base-url "$GS_BASE_URL" --tokenizer "$demo" --random-range-mode vllm --random-range-ratio 1.5 \
@@ -60,6 +74,9 @@ def check(r, n, out_len_max, label):
     assert 1 <= r["max_concurrent_requests"] <= n and r["max_output_tokens_per_s"] >= 1, label
     assert abs(r["total_token_throughput"] - r["input_throughput"] - r["output_throughput"]) < 1e-6, label
 
+ex = load("exact.json")
+assert ex["completed"] == 6 and ex["total_input_tokens"] == 6 * 32, ex["total_input_tokens"]
+assert ex["tokenizer"].endswith("/tokenize"), ex["tokenizer"]
 c = load("completions.json")
 check(c, 20, 8, "completions")
 assert c["random_range_mode"] == "sglang" and c["request_goodput"] is not None

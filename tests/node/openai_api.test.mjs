@@ -232,6 +232,24 @@ await runChecks([
     assert.equal((await http('POST', '/detokenize', { tokens: [-5] })).status, 400);
   }],
 
+  ['chat_template_kwargs: template switches work, the template inputs and Jinja globals are refused', async () => {
+    const plain = await client.chat.completions.create({ model, messages, max_tokens: 1 });
+    const thinking = await client.chat.completions.create(
+      { model, messages, max_tokens: 1, chat_template_kwargs: { enable_thinking: true } });
+    assert.ok(thinking.usage.prompt_tokens > plain.usage.prompt_tokens, 'enable_thinking changes the prompt');
+    const injections = {
+      messages: [{ role: 'system', content: 'never validated' }], bos_token: '', add_generation_prompt: false,
+      tools: [], range: 'x', namespace: 'x',
+    };
+    for (const [key, value] of Object.entries(injections)) {
+      await expectApiError(client.chat.completions.create(
+        { model, messages, max_tokens: 1, chat_template_kwargs: { enable_thinking: true, [key]: value } }), 400, (e) => {
+        assert.equal(e.param, 'chat_template_kwargs', key);
+        assert.match(e.message, new RegExp(`'${key}'`));
+      });
+    }
+  }],
+
   ['metrics: Prometheus text with the documented series', async () => {
     const res = await fetch(`${process.env.GS_BASE_URL}/metrics`);
     const text = await res.text();

@@ -74,47 +74,76 @@ std::string strftime_now(const std::string& format) {
   return buf;
 }
 
+Value dict_fn(Interpreter&, CallArgs& args) { return Value::dict(dict_from_args(args, "dict")); }
+
+Value namespace_fn(Interpreter& in, CallArgs& args) {
+  auto ns = in.make_object<NamespaceObject>();
+  ns->attrs = dict_from_args(args, "namespace");
+  return Value::object(ns);
+}
+
+Value cycler_fn(Interpreter& in, CallArgs& args) {
+  auto c = in.make_object<CyclerObject>();
+  c->items = args.pos;
+  return Value::object(c);
+}
+
+Value joiner_fn(Interpreter& in, CallArgs& args) {
+  ArgBinder a("joiner", args, {"sep"});
+  std::string sep = a.has(0) ? py_str(*a.get(0)) : ", ";
+  auto used = std::make_shared<bool>(false);
+  return Value::object(in.make_object<FunctionObject>("joiner", [sep, used](Interpreter&, CallArgs&) {
+    if (!*used) {
+      *used = true;
+      return Value::string("");
+    }
+    return Value::string(sep);
+  }));
+}
+
+Value raise_exception_fn(Interpreter&, CallArgs& args) {
+  ArgBinder a("raise_exception", args, {"message"});
+  throw Error("{}", a.has(0) ? py_str(*a.get(0)) : std::string("raise_exception() called"));
+}
+
+Value strftime_now_fn(Interpreter&, CallArgs& args) {
+  ArgBinder a("strftime_now", args, {"format"});
+  GS_CHECK(a.has(0) && a.get(0)->is_string(), "strftime_now() needs a format string");
+  return Value::string(strftime_now(a.get(0)->str()));
+}
+
+struct GlobalFunction {
+  const char* name;
+  Value (*fn)(Interpreter&, CallArgs&);
+};
+
+// The one list of globals: what renders see, and what callers may not pass as variables.
+constexpr GlobalFunction kGlobalFunctions[] = {
+    {"range", range},
+    {"dict", dict_fn},
+    {"namespace", namespace_fn},
+    {"cycler", cycler_fn},
+    {"joiner", joiner_fn},
+    {"raise_exception", raise_exception_fn},
+    {"strftime_now", strftime_now_fn},
+};
+
 }  // namespace
 
 std::vector<std::pair<std::string, Value>> builtin_globals(Interpreter& in) {
-  auto fn = [&](const char* name, FunctionObject::Fn f) {
-    return std::pair<std::string, Value>(name, Value::object(in.make_object<FunctionObject>(name, std::move(f))));
-  };
   std::vector<std::pair<std::string, Value>> g;
-  g.push_back(fn("range", range));
-  g.push_back(fn("dict", [](Interpreter&, CallArgs& args) { return Value::dict(dict_from_args(args, "dict")); }));
-  g.push_back(fn("namespace", [](Interpreter& in, CallArgs& args) {
-    auto ns = in.make_object<NamespaceObject>();
-    ns->attrs = dict_from_args(args, "namespace");
-    return Value::object(ns);
-  }));
-  g.push_back(fn("cycler", [](Interpreter& in, CallArgs& args) {
-    auto c = in.make_object<CyclerObject>();
-    c->items = args.pos;
-    return Value::object(c);
-  }));
-  g.push_back(fn("joiner", [](Interpreter& in, CallArgs& args) {
-    ArgBinder a("joiner", args, {"sep"});
-    std::string sep = a.has(0) ? py_str(*a.get(0)) : ", ";
-    auto used = std::make_shared<bool>(false);
-    return Value::object(in.make_object<FunctionObject>("joiner", [sep, used](Interpreter&, CallArgs&) {
-      if (!*used) {
-        *used = true;
-        return Value::string("");
-      }
-      return Value::string(sep);
-    }));
-  }));
-  g.push_back(fn("raise_exception", [](Interpreter&, CallArgs& args) -> Value {
-    ArgBinder a("raise_exception", args, {"message"});
-    throw Error("{}", a.has(0) ? py_str(*a.get(0)) : std::string("raise_exception() called"));
-  }));
-  g.push_back(fn("strftime_now", [](Interpreter&, CallArgs& args) {
-    ArgBinder a("strftime_now", args, {"format"});
-    GS_CHECK(a.has(0) && a.get(0)->is_string(), "strftime_now() needs a format string");
-    return Value::string(strftime_now(a.get(0)->str()));
-  }));
+  for (const GlobalFunction& f : kGlobalFunctions)
+    g.emplace_back(f.name, Value::object(in.make_object<FunctionObject>(f.name, f.fn)));
   return g;
+}
+
+const std::vector<std::string>& builtin_global_names() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> n;
+    for (const GlobalFunction& f : kGlobalFunctions) n.emplace_back(f.name);
+    return n;
+  }();
+  return names;
 }
 
 }  // namespace gs::jinja

@@ -8,6 +8,11 @@
 
 namespace gs::jinja {
 
+const std::vector<std::string>& block_variable_names() {
+  static const std::vector<std::string> names = {kLoopVar, kCallerVar, kVarargsVar, kKwargsVar};
+  return names;
+}
+
 const Value* Frame::lookup(const std::string& name) const {
   for (const Frame* f = this; f; f = f->parent_.get())
     for (const auto& [n, v] : f->vars_)
@@ -119,7 +124,7 @@ Interpreter::Flow Interpreter::exec_stmt(const Stmt& s, const FramePtr& frame, s
       keep_frame(frame);
       Value callee = eval(*call.callee, frame);
       CallArgs args = eval_args(call.args, frame);
-      args.kw.emplace_back("caller", Value::object(make_object<MacroObject>(n.caller.get(), frame)));
+      args.kw.emplace_back(kCallerVar, Value::object(make_object<MacroObject>(n.caller.get(), frame)));
       line_ = s.line;
       append(out, py_str(this->call(callee, args)));
       break;
@@ -174,7 +179,7 @@ void Interpreter::exec_for(const ForStmt& s, const FramePtr& frame, std::string&
     auto scope = std::make_shared<Frame>(frame);
     loop->index = i;
     assign(*s.target, loop->items[i], scope);
-    scope->set("loop", loop_value);
+    scope->set(kLoopVar, loop_value);
     if (exec(s.body, scope, out) == Flow::Break) break;
   }
   if (loop->items.empty()) exec(s.else_body, std::make_shared<Frame>(frame), out);
@@ -233,7 +238,7 @@ Value Interpreter::call_macro(const MacroStmt& def, const FramePtr& closure, Cal
     while (i < n && def.params[i].name != name) ++i;
     if (i < n && i >= args.pos.size()) {
       bound[i] = v;
-    } else if (name == "caller" && def.uses_caller) {
+    } else if (name == kCallerVar && def.uses_caller) {
       caller = v;
     } else {
       extra_kw.emplace_back(name, v);
@@ -251,16 +256,16 @@ Value Interpreter::call_macro(const MacroStmt& def, const FramePtr& closure, Cal
     else v = Value::undefined("parameter '" + p.name + "' was not provided");
     scope->set(p.name, v);
   }
-  if (def.uses_caller) scope->set("caller", caller);
+  if (def.uses_caller) scope->set(kCallerVar, caller);
   if (def.uses_varargs) {
     std::vector<Value> rest;
     for (size_t i = n; i < args.pos.size(); ++i) rest.push_back(args.pos[i]);
-    scope->set("varargs", Value::tuple(std::move(rest)));
+    scope->set(kVarargsVar, Value::tuple(std::move(rest)));
   }
   if (def.uses_kwargs) {
     DictData kw;
     for (auto& [name, v] : extra_kw) kw.set(Value::string(name), v);
-    scope->set("kwargs", Value::dict(std::move(kw)));
+    scope->set(kKwargsVar, Value::dict(std::move(kw)));
   }
   std::string out;
   exec(def.body, scope, out);

@@ -18,6 +18,14 @@ struct RenderLimits {
   int max_nesting = 1000;                   // nested statements, expressions and calls
 };
 
+// Names the interpreter binds inside blocks, where they hide any variable of the same name: `loop`
+// in for loops, `caller` in macros called from a call block, `varargs` and `kwargs` in macros.
+inline constexpr const char* kLoopVar = "loop";
+inline constexpr const char* kCallerVar = "caller";
+inline constexpr const char* kVarargsVar = "varargs";
+inline constexpr const char* kKwargsVar = "kwargs";
+const std::vector<std::string>& block_variable_names();
+
 // One scope: variables set in it, then its parent's.
 class Frame {
  public:

@@ -100,5 +100,7 @@ Value call_str_method(Interpreter& in, const std::string& self, const std::strin
 
 // ---- globals (builtins.cpp) ----
 std::vector<std::pair<std::string, Value>> builtin_globals(Interpreter& in);
+// Their names (range, dict, namespace, ...), for callers that must not replace them.
+const std::vector<std::string>& builtin_global_names();
 
 }  // namespace gs::jinja

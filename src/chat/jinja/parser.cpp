@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "chat/jinja/interpreter.h"
 #include "chat/jinja/lexer.h"
 #include "chat/jinja/registry.h"
 #include "core/error.h"
@@ -260,7 +261,7 @@ class Parser {
     auto node = std::make_unique<CallBlockStmt>(cur().line);
     next();
     node->caller = std::make_unique<MacroStmt>(node->line);
-    node->caller->name = "caller";
+    node->caller->name = kCallerVar;
     if (is_op("(")) parse_signature(*node->caller);
     node->call = parse_expression(true);
     if (node->call->kind != ExprKind::Call) fail("expected call", node->line);
@@ -494,9 +495,9 @@ class Parser {
 
   void note_name_use(const std::string& name) {
     for (MacroStmt* m : macros_) {
-      if (name == "varargs") m->uses_varargs = true;
-      if (name == "kwargs") m->uses_kwargs = true;
-      if (name == "caller") m->uses_caller = true;
+      if (name == kVarargsVar) m->uses_varargs = true;
+      if (name == kKwargsVar) m->uses_kwargs = true;
+      if (name == kCallerVar) m->uses_caller = true;
     }
   }
 
