@@ -3,10 +3,15 @@
 #pragma once
 #include <atomic>
 #include <cstddef>
+#include <functional>
 #include <memory>
+#include <regex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "api/openai_service.h"
+#include "server/listen_socket.h"
 #include "server/server_metrics.h"
 
 namespace httplib {
@@ -16,6 +21,8 @@ struct Response;
 }
 
 namespace gs::server {
+
+class HttpListener;
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
@@ -34,8 +41,11 @@ class HttpServer {
   ~HttpServer();
 
   // Binds the listening socket and returns the port (useful with port 0). Throws gs::Error when
-  // the address cannot be bound.
+  // the address cannot be bound (naming host:port and why, e.g. the port is taken).
   int bind();
+  // Serves on a socket opened beforehand (`serve` binds before loading the model, so that a taken
+  // port fails at once); returns its port.
+  int bind(ListenSocket socket);
   // Serves until stop(); returns when every connection thread has finished.
   void run();
   // Stops accepting and ends open streams (their requests are aborted). Safe from any thread,
@@ -46,13 +56,18 @@ class HttpServer {
 
  private:
   void install_routes();
+  // Registers a handler and remembers the method for 405's Allow header.
+  void route(const std::string& method, const std::string& pattern, std::function<void(const httplib::Request&, httplib::Response&)> handler);
+  // "GET, HEAD", "POST"...: the methods `path` answers to (empty: no such route).
+  std::string allowed_methods(const std::string& path) const;
   // A non-streaming generation, aborted when its client disconnects (see connection_watch.h).
   void complete(const httplib::Request& req, httplib::Response& res, api::PreparedRequest prepared);
 
   api::OpenAIService& service_;
   ServerMetrics& metrics_;
   ServerOptions opts_;
-  std::unique_ptr<httplib::Server> http_;
+  std::unique_ptr<HttpListener> http_;
+  std::vector<std::pair<std::regex, std::string>> routes_;  // path pattern, method
   std::atomic<bool> shutting_down_{false};
 };
 
