@@ -3,6 +3,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <sys/time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -109,6 +110,13 @@ void HttpListener::accept_loop(ConnectionThreads& threads) {
     warned_resources = false;
     int yes = 1;  // small writes (one SSE event per token) go out at once
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &yes, sizeof yes);
+    // A send into a client that stopped reading returns after the write timeout instead of
+    // holding the thread for good (SocketStream waits for readiness before every call, but one
+    // large send can still block once started).
+    timeval rcv{read_timeout_sec_, static_cast<suseconds_t>(read_timeout_usec_)};
+    timeval snd{write_timeout_sec_, static_cast<suseconds_t>(write_timeout_usec_)};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &rcv, sizeof rcv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &snd, sizeof snd);
     threads.enqueue(fd);
   }
 }

@@ -20,6 +20,18 @@ void send_json(httplib::Response& res, int status, const json& body) {
   res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
+// Whether an Allow value ("GET, HEAD") names `method`.
+bool lists_method(const std::string& allow, const std::string& method) {
+  size_t pos = 0;
+  while (pos <= allow.size()) {
+    size_t end = allow.find(", ", pos);
+    if (allow.compare(pos, end == std::string::npos ? std::string::npos : end - pos, method) == 0) return true;
+    if (end == std::string::npos) return false;
+    pos = end + 2;
+  }
+  return false;
+}
+
 bool is_public_path(const std::string& path) { return path == "/health" || path == "/metrics"; }
 
 // How long a stream may stay silent (request queued, model slow) before a comment line is sent;
@@ -104,20 +116,21 @@ void HttpServer::install_routes() {
   s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty() || res.is_chunked_content_provider_) return httplib::Server::HandlerResponse::Unhandled;
     std::string msg;
-    switch (res.status) {
-      case 404: {
-        // httplib answers 404 when no handler of the request's method matches; a path known
-        // under other methods is 405, and Allow lists them.
-        std::string allow = allowed_methods(req.path);
-        if (allow.empty()) {
-          msg = "no route " + req.method + " " + req.path;
-        } else {
-          res.status = 405;
-          res.set_header("Allow", allow);
-          msg = "method " + req.method + " is not allowed on " + req.path + " (allowed: " + allow + ")";
-        }
-        break;
+    // httplib answers 404 when no handler of the request's method matches the path (400 when
+    // such a method must carry a body and has none): on a path served under other methods that
+    // is 405, and Allow lists them.
+    if (res.status == 404 || res.status == 400) {
+      std::string allow = allowed_methods(req.path);
+      if (!allow.empty() && !lists_method(allow, req.method)) {
+        res.status = 405;
+        res.set_header("Allow", allow);
       }
+    }
+    switch (res.status) {
+      case 404: msg = "no route " + req.method + " " + req.path; break;
+      case 405:
+        msg = "method " + req.method + " is not allowed on " + req.path + " (allowed: " + res.get_header_value("Allow") + ")";
+        break;
       case 413: msg = "request body larger than the server's limit of " + std::to_string(opts_.max_body_bytes) + " bytes"; break;
       default: msg = "the request could not be served (HTTP " + std::to_string(res.status) + ")"; break;
     }

@@ -57,7 +57,7 @@ await runChecks([
 
   ['a wrong method on a known path is 405 with Allow', async () => {
     for (const [method, path, allow] of [['GET', '/v1/chat/completions', 'POST'], ['DELETE', '/v1/models', 'GET, HEAD'],
-                                         ['POST', '/health', 'GET, HEAD']]) {
+                                         ['POST', '/health', 'GET, HEAD'], ['PUT', '/v1/completions', 'POST']]) {
       const r = await http(method, path, method === 'POST' ? {} : undefined);
       assert.equal(r.status, 405, `${method} ${path}: ${r.text}`);
       assert.equal(r.headers.get('allow'), allow, `${method} ${path}`);

@@ -25,6 +25,32 @@ using namespace std::chrono_literals;
 const char* kTemplate =
     "{{ bos_token }}{% for m in messages %}<|turn>{{ m.role }}\n{{ m.content }}<turn|>\n{% endfor %}<|turn>model\n";
 
+// A raw TCP connection to the server (-1 on failure).
+int connect_to(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads what the server sends until it closes the connection (bounded by SO_RCVTIMEO).
+std::string read_to_end(int fd) {
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
 class HttpServerTest : public ::testing::Test {
  protected:
   void start(ServerOptions opts = {}, std::chrono::milliseconds tick = 2ms) {
@@ -186,13 +212,22 @@ TEST_F(HttpServerTest, AWrongMethodOnAKnownPathIs405WithAllow) {
   r = client->Delete("/v1/models/demo");
   expect_error_shape(r, 405);
   EXPECT_EQ(r->get_header_value("Allow"), "GET, HEAD");
-  // Unknown paths stay 404, without Allow.
+  int fd = connect_to(port);
+  ASSERT_GE(fd, 0);
+  const std::string put = "PUT /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(write(fd, put.data(), put.size()), static_cast<ssize_t>(put.size()));
+  std::string answer = read_to_end(fd);
+  close(fd);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 405", 0), 0u) << answer;
+  EXPECT_NE(answer.find("Allow: POST\r\n"), std::string::npos) << answer;
+  // Unknown paths stay 404, without Allow; a bad request on a known method stays 400.
+  expect_error_shape(client->Post("/v1/completions", "{", "application/json"), 400);
   r = client->Post("/v1/nothing", "{}", "application/json");
   expect_error_shape(r, 404);
   EXPECT_FALSE(r->has_header("Allow"));
   auto m = client->Get("/metrics");
   ASSERT_TRUE(m);
-  EXPECT_NE(m->body.find("gemmaserve_http_errors_total{status=\"405\"} 3"), std::string::npos) << m->body;
+  EXPECT_NE(m->body.find("gemmaserve_http_errors_total{status=\"405\"} 4"), std::string::npos) << m->body;
 }
 
 TEST_F(HttpServerTest, ModelsRetrieve) {
@@ -209,21 +244,6 @@ TEST_F(HttpServerTest, ModelsRetrieve) {
     expect_error_shape(r, 404);
     EXPECT_EQ(json::parse(r->body)["error"]["code"], "model_not_found") << path;
   }
-}
-
-// A raw TCP connection to the server (-1 on failure).
-int connect_to(int port) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-    close(fd);
-    return -1;
-  }
-  return fd;
 }
 
 // Sends a long request on a raw socket; returns the connected descriptor (-1 on failure).
@@ -317,17 +337,6 @@ TEST_F(HttpServerTest, ManySimultaneousStreamsAreAllServed) {
   server->begin_shutdown();
   for (auto& t : threads) t.join();
   EXPECT_EQ(answered, clients);
-}
-
-// Reads what the server sends until it closes the connection (bounded by SO_RCVTIMEO).
-std::string read_to_end(int fd) {
-  timeval tv{10, 0};
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  std::string out;
-  char buf[4096];
-  ssize_t n;
-  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
-  return out;
 }
 
 // Splits HTTP/1.1 responses with Content-Length bodies, in the order they were sent.
