@@ -4,8 +4,9 @@
 // (connection_threads.h) and each connection's keep-alive loop over a stream that keeps what it
 // read ahead (socket_stream.h). httplib's own accept loop hands its task queue opaque closures,
 // which would hide the waiting sockets from the probe lane, and its per-request stream loses
-// pipelined requests: neither can be fixed from outside in the httplib version we build against
-// (Debian's 0.11), while process_request is a protected member made for subclasses.
+// pipelined requests (both in Debian's 0.11.4, which we build against, where the connection loop
+// is private); process_request, which reads, routes and answers one request, is protected and so
+// open to a subclass.
 #pragma once
 #include <httplib.h>
 
