@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <thread>
 
 #include "cli/command.h"
@@ -183,7 +184,8 @@ GS_REGISTER_COMMAND(serve, "serve", "Serve a model over an OpenAI-compatible HTT
                           ->capture_default_str();
                       app.add_option("--http-threads", o->http.http_threads,
                                      "Connections served at once: each open stream or kept-alive connection holds a "
-                                     "thread, started when needed; more connections wait")
+                                     "thread, started when needed; more connections wait in order (/health, "
+                                     "/metrics and /v1/models are still answered)")
                           ->capture_default_str();
                       return [o, key_flag, key_file] {
                         if (key_flag->count() > 0) o->api_key.flag = o->api_key_arg;
