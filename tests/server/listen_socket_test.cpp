@@ -69,8 +69,10 @@ TEST(ListenSocket, APortIsFreeAgainRightAfterItsServerStopped) {
   EXPECT_EQ(again.port(), port);
 }
 
-TEST(ListenSocket, BadHostsAreNamed) {
-  std::string err = open_error("192.0.2.1", 8123);  // TEST-NET-1: not an address of this machine
+TEST(ListenSocket, AnAddressOfAnotherMachineIsNamed) {
+  // TEST-NET-1: not an address of this machine (unless the kernel allows non-local binds).
+  std::string err = open_error("192.0.2.1", 8123);
+  if (err.empty()) GTEST_SKIP() << "this machine lets a socket bind addresses it does not have (ip_nonlocal_bind)";
   EXPECT_NE(err.find("192.0.2.1:8123"), std::string::npos) << err;
   EXPECT_NE(err.find("not one of this machine's"), std::string::npos) << err;
 }
