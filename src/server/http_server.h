@@ -1,5 +1,6 @@
-// The HTTP face of the OpenAI API: cpp-httplib routes, API-key check, body-size limit, SSE
-// streaming, abort on client disconnect (streaming or not), /metrics, /health, and a graceful stop.
+// The HTTP face of the OpenAI API: cpp-httplib routes (405 with Allow for a known path's wrong
+// method), API-key check, body-size limit, SSE streaming, abort on client disconnect (streaming or
+// not), /metrics, /health, and a graceful stop. Sockets and threads: http_listener.h.
 #pragma once
 #include <atomic>
 #include <cstddef>
@@ -30,7 +31,8 @@ struct ServerOptions {
   std::string api_key;                       // empty: no authentication
   size_t max_body_bytes = 16u << 20;         // larger bodies get 413
   // Connections served at once: each open stream and each kept-alive connection holds a thread
-  // (started when needed); connections beyond this wait for one to close.
+  // (started when needed); connections beyond this wait for one to close, while probes
+  // (/health, /metrics, /v1/models) among them are still answered (connection_threads.h).
   int http_threads = 1024;
   int listen_backlog = 4096;                 // connections the kernel queues before accept (capped by somaxconn)
 };
