@@ -87,10 +87,15 @@ std::unique_ptr<SseStream> OpenAIService::stream(PreparedRequest req) {
   return std::make_unique<SseStream>(start(std::move(req)), *model_);
 }
 
-json OpenAIService::models() const {
-  json m = {{"id", model_->name}, {"object", "model"}, {"created", created_}, {"owned_by", "gemmaserve"},
-            {"max_model_len", engine_.max_model_len()}};
-  return {{"object", "list"}, {"data", json::array({m})}};
+json OpenAIService::models() const { return {{"object", "list"}, {"data", json::array({model(model_->name)})}}; }
+
+json OpenAIService::model(const std::string& id) const {
+  if (id != model_->name) {
+    throw ApiError(404, fmt::format("The model `{}` does not exist; this server serves `{}`", id, model_->name),
+                   "not_found_error", "model", "model_not_found");
+  }
+  return {{"id", model_->name}, {"object", "model"}, {"created", created_}, {"owned_by", "gemmaserve"},
+          {"max_model_len", engine_.max_model_len()}};
 }
 
 json OpenAIService::tokenize(const std::string& body) const {

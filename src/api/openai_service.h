@@ -55,6 +55,8 @@ class OpenAIService {
   std::unique_ptr<SseStream> stream(PreparedRequest req);
 
   nlohmann::json models() const;                       // GET /v1/models
+  // GET /v1/models/{id}: the model object, or ApiError 404 (model_not_found) for another id.
+  nlohmann::json model(const std::string& id) const;
   nlohmann::json tokenize(const std::string& body) const;    // POST /tokenize
   nlohmann::json detokenize(const std::string& body) const;  // POST /detokenize
 

@@ -6,13 +6,16 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <thread>
 
 #include "cli/command.h"
+#include "cli/serving_stack.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "server/api_key.h"
 #include "server/http_server.h"
-#include "cli/serving_stack.h"
+#include "server/listen_socket.h"
 #include "server/stats_logger.h"
 
 namespace gs::cli {
@@ -21,6 +24,8 @@ namespace {
 struct ServeOptions {
   StackOptions stack;
   server::ServerOptions http;
+  server::ApiKeySources api_key;  // --api-key, --api-key-file, $GEMMASERVE_API_KEY as given
+  std::string api_key_arg, api_key_file_arg;
   bool no_prefix_caching = false;
   double kv_cache_gib = 0;
   bool disable_log_stats = false;
@@ -41,6 +46,14 @@ int serve(ServeOptions o) {
   o.stack.engine.enable_prefix_caching = !o.no_prefix_caching;
   o.stack.engine.kv_cache_memory_bytes = static_cast<size_t>(o.kv_cache_gib * (1ull << 30));
   GS_CHECK(o.http.port >= 0 && o.http.port <= 65535, "--port {} is not a TCP port", o.http.port);
+  if (const char* env = std::getenv(server::kApiKeyEnv)) o.api_key.env = env;
+  o.http.api_key = server::resolve_api_key(o.api_key);
+  if (o.http.api_key.empty() && !server::is_loopback_host(o.http.host)) {
+    log::warn("listening on {} without an API key: anyone who can reach this address can use the model; set one "
+              "with --api-key-file or ${} (or listen on 127.0.0.1 only)", o.http.host, server::kApiKeyEnv);
+  }
+  // Bound before the model loads (minutes, for a large one): a taken port fails now, not then.
+  server::ListenSocket listen_socket = server::ListenSocket::open(o.http.host, o.http.port, o.http.listen_backlog);
 
   // SIGINT/SIGTERM only write to a pipe (any thread may take them: OpenBLAS starts threads before
   // main); the waiter thread below reads it and runs the shutdown outside signal context.
@@ -58,7 +71,7 @@ int serve(ServeOptions o) {
   server::ServerMetrics metrics;
   api::OpenAIService service(stack->client(), stack->serving_model(), &metrics);
   server::HttpServer http(service, metrics, o.http);
-  int port = http.bind();
+  int port = http.bind(std::move(listen_socket));
 
   std::thread waiter([&] {
     char sig = 0;
@@ -111,8 +124,14 @@ GS_REGISTER_COMMAND(serve, "serve", "Serve a model over an OpenAI-compatible HTT
                       app.add_option("--host", o->http.host, "Address to listen on (127.0.0.1: this machine only)")
                           ->capture_default_str();
                       app.add_option("--port", o->http.port, "TCP port (0: any free port)")->capture_default_str();
-                      app.add_option("--api-key", o->http.api_key,
-                                     "Require 'Authorization: Bearer KEY' on every route but /health and /metrics");
+                      auto* key_flag = app.add_option("--api-key", o->api_key_arg,
+                                                      "Require 'Authorization: Bearer KEY' on every route but /health "
+                                                      "and /metrics. Visible to other users in ps: prefer "
+                                                      "--api-key-file or the environment variable GEMMASERVE_API_KEY "
+                                                      "(one of the three)");
+                      auto* key_file = app.add_option("--api-key-file", o->api_key_file_arg,
+                                                      "Read the API key from the first line of this file (trailing "
+                                                      "whitespace removed); an unreadable or empty file is an error");
                       app.add_option("--served-model-name", o->stack.served_model_name,
                                      "Model name clients use and responses carry (default: demo, the preset or the "
                                      "directory name)");
@@ -165,9 +184,14 @@ GS_REGISTER_COMMAND(serve, "serve", "Serve a model over an OpenAI-compatible HTT
                           ->capture_default_str();
                       app.add_option("--http-threads", o->http.http_threads,
                                      "Connections served at once: each open stream or kept-alive connection holds a "
-                                     "thread, started when needed; more connections wait")
+                                     "thread, started when needed; more connections wait in order (/health, "
+                                     "/metrics and /v1/models are still answered)")
                           ->capture_default_str();
-                      return [o] { return serve(*o); };
+                      return [o, key_flag, key_file] {
+                        if (key_flag->count() > 0) o->api_key.flag = o->api_key_arg;
+                        if (key_file->count() > 0) o->api_key.file = o->api_key_file_arg;
+                        return serve(*o);
+                      };
                     });
 
 }  // namespace

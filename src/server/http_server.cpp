@@ -6,8 +6,8 @@
 
 #include "api/api_error.h"
 #include "core/log.h"
-#include "server/connection_threads.h"
 #include "server/connection_watch.h"
+#include "server/http_listener.h"
 
 namespace gs::server {
 
@@ -20,6 +20,18 @@ void send_json(httplib::Response& res, int status, const json& body) {
   res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
+// Whether an Allow value ("GET, HEAD") names `method`.
+bool lists_method(const std::string& allow, const std::string& method) {
+  size_t pos = 0;
+  while (pos <= allow.size()) {
+    size_t end = allow.find(", ", pos);
+    if (allow.compare(pos, end == std::string::npos ? std::string::npos : end - pos, method) == 0) return true;
+    if (end == std::string::npos) return false;
+    pos = end + 2;
+  }
+  return false;
+}
+
 bool is_public_path(const std::string& path) { return path == "/health" || path == "/metrics"; }
 
 // How long a stream may stay silent (request queued, model slow) before a comment line is sent;
@@ -27,49 +39,34 @@ bool is_public_path(const std::string& path) { return path == "/health" || path 
 constexpr auto kStreamPing = std::chrono::seconds(1);
 constexpr auto kStreamPoll = std::chrono::milliseconds(50);
 
-// cpp-httplib 0.11 (as Debian builds it) listens with a backlog of 5: a burst of clients
-// connecting at once (a benchmark starting 100 streams) overflows the accept queue, and the
-// kernel drops their handshakes, to be retried only after a second or more. listen() again on
-// the bound socket only raises the backlog; httplib keeps the descriptor protected, hence this
-// subclass.
-class Listener : public httplib::Server {
- public:
-  bool raise_backlog(int backlog) { return svr_sock_ != INVALID_SOCKET && ::listen(svr_sock_, backlog) == 0; }
-};
+// An ApiError as its HTTP answer. A 429 (the queue is full) says when to try again: a slot frees
+// as soon as any running request ends, so one second is a fair first back-off, and the official
+// clients honour Retry-After when they retry.
+void send_api_error(httplib::Response& res, const api::ApiError& e) {
+  if (e.status() == 429) res.set_header("Retry-After", "1");
+  send_json(res, e.status(), e.to_json());
+}
 
 }  // namespace
 
 HttpServer::HttpServer(api::OpenAIService& service, ServerMetrics& metrics, ServerOptions opts)
-    : service_(service), metrics_(metrics), opts_(std::move(opts)), http_(std::make_unique<Listener>()) {
+    : service_(service), metrics_(metrics), opts_(std::move(opts)), http_(std::make_unique<HttpListener>()) {
   // A client closing its socket must show up as a failed write, not kill the process.
   std::signal(SIGPIPE, SIG_IGN);
-  size_t threads = static_cast<size_t>(std::max(4, opts_.http_threads));
-  http_->new_task_queue = [threads] { return new ConnectionThreads(threads); };
   http_->set_payload_max_length(opts_.max_body_bytes);
   http_->set_keep_alive_max_count(1000);
   http_->set_keep_alive_timeout(5);
-  http_->set_tcp_nodelay(true);
   install_routes();
 }
 
 HttpServer::~HttpServer() { stop(); }
 
-int HttpServer::bind() {
-  int port = opts_.port;
-  if (port == 0) {
-    port = http_->bind_to_any_port(opts_.host);
-    if (port <= 0) throw Error("cannot listen on {}: no free port could be bound", opts_.host);
-  } else if (!http_->bind_to_port(opts_.host, port)) {
-    throw Error("cannot listen on {}:{}: the address is in use or not available", opts_.host, port);
-  }
-  if (!static_cast<Listener&>(*http_).raise_backlog(opts_.listen_backlog)) {
-    log::warn("could not raise the listen backlog to {}: bursts of new connections may wait", opts_.listen_backlog);
-  }
-  return port;
-}
+int HttpServer::bind() { return bind(ListenSocket::open(opts_.host, opts_.port, opts_.listen_backlog)); }
+
+int HttpServer::bind(ListenSocket socket) { return http_->adopt(std::move(socket)); }
 
 void HttpServer::run() {
-  if (!shutting_down_) http_->listen_after_bind();
+  if (!shutting_down_) http_->run(static_cast<size_t>(std::max(4, opts_.http_threads)));
 }
 
 void HttpServer::begin_shutdown() { shutting_down_ = true; }
@@ -119,9 +116,21 @@ void HttpServer::install_routes() {
   s.set_error_handler(httplib::Server::HandlerWithResponse([this](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty() || res.is_chunked_content_provider_) return httplib::Server::HandlerResponse::Unhandled;
     std::string msg;
+    // httplib answers 404 when no handler of the request's method matches the path (400 when
+    // such a method must carry a body and has none): on a path served under other methods that
+    // is 405, and Allow lists them.
+    if (res.status == 404 || res.status == 400) {
+      std::string allow = allowed_methods(req.path);
+      if (!allow.empty() && !lists_method(allow, req.method)) {
+        res.status = 405;
+        res.set_header("Allow", allow);
+      }
+    }
     switch (res.status) {
       case 404: msg = "no route " + req.method + " " + req.path; break;
-      case 405: msg = "method " + req.method + " is not allowed on " + req.path; break;
+      case 405:
+        msg = "method " + req.method + " is not allowed on " + req.path + " (allowed: " + res.get_header_value("Allow") + ")";
+        break;
       case 413: msg = "request body larger than the server's limit of " + std::to_string(opts_.max_body_bytes) + " bytes"; break;
       default: msg = "the request could not be served (HTTP " + std::to_string(res.status) + ")"; break;
     }
@@ -182,7 +191,7 @@ void HttpServer::install_routes() {
             });
       } catch (const api::ApiError& e) {
         metrics_.on_http_error(e.status());
-        send_json(res, e.status(), e.to_json());
+        send_api_error(res, e);
       } catch (const std::exception& e) {
         log::error("{} failed: {}", req.path, e.what());
         metrics_.on_http_error(500);
@@ -190,8 +199,8 @@ void HttpServer::install_routes() {
       }
     };
   };
-  s.Post("/v1/chat/completions", generate(api::Endpoint::ChatCompletions));
-  s.Post("/v1/completions", generate(api::Endpoint::Completions));
+  route("POST", "/v1/chat/completions", generate(api::Endpoint::ChatCompletions));
+  route("POST", "/v1/completions", generate(api::Endpoint::Completions));
 
   auto simple = [this](std::function<json(const httplib::Request&)> fn) {
     return [this, fn](const httplib::Request& req, httplib::Response& res) {
@@ -199,20 +208,47 @@ void HttpServer::install_routes() {
         send_json(res, 200, fn(req));
       } catch (const api::ApiError& e) {
         metrics_.on_http_error(e.status());
-        send_json(res, e.status(), e.to_json());
+        send_api_error(res, e);
       } catch (const std::exception& e) {
         metrics_.on_http_error(500);
         send_json(res, 500, api::error_body(500, e.what()));
       }
     };
   };
-  s.Get("/v1/models", simple([this](const httplib::Request&) { return service_.models(); }));
-  s.Post("/tokenize", simple([this](const httplib::Request& req) { return service_.tokenize(req.body); }));
-  s.Post("/detokenize", simple([this](const httplib::Request& req) { return service_.detokenize(req.body); }));
-  s.Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); });
-  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  route("GET", "/v1/models", simple([this](const httplib::Request&) { return service_.models(); }));
+  // OpenAI's models.retrieve. Served names may contain '/' (google/gemma-4-e2b-it): the id is the
+  // whole rest of the (decoded) path.
+  route("GET", "/v1/models/(.+)", simple([this](const httplib::Request& req) { return service_.model(req.matches[1]); }));
+  route("POST", "/tokenize", simple([this](const httplib::Request& req) { return service_.tokenize(req.body); }));
+  route("POST", "/detokenize", simple([this](const httplib::Request& req) { return service_.detokenize(req.body); }));
+  route("GET", "/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); });
+  route("GET", "/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.render(service_.engine().stats()), "text/plain; version=0.0.4; charset=utf-8");
   });
+}
+
+void HttpServer::route(const std::string& method, const std::string& pattern,
+                       std::function<void(const httplib::Request&, httplib::Response&)> handler) {
+  if (method == "GET") {
+    http_->Get(pattern, std::move(handler));
+  } else if (method == "POST") {
+    http_->Post(pattern, std::move(handler));
+  } else {
+    throw Error("HttpServer::route: method {} is not supported", method);
+  }
+  routes_.emplace_back(std::regex(pattern), method);
+}
+
+std::string HttpServer::allowed_methods(const std::string& path) const {
+  std::string allow;
+  for (const auto& [pattern, method] : routes_) {
+    if (!std::regex_match(path, pattern)) continue;
+    // httplib answers HEAD with the GET handler.
+    std::string m = method == "GET" ? "GET, HEAD" : method;
+    if (allow.find(m) != std::string::npos) continue;
+    allow += (allow.empty() ? "" : ", ") + m;
+  }
+  return allow;
 }
 
 }  // namespace gs::server

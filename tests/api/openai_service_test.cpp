@@ -322,6 +322,16 @@ TEST_F(ServiceTest, ModelsList) {
   json m = service->models();
   EXPECT_EQ(m["object"], "list");
   EXPECT_EQ(m["data"][0]["id"], "demo");
+  // models.retrieve: the same object for the served name, 404 model_not_found for any other.
+  EXPECT_EQ(service->model("demo"), m["data"][0]);
+  try {
+    service->model("other");
+    FAIL() << "no error for an unknown model";
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 404);
+    EXPECT_EQ(e.code(), "model_not_found");
+    EXPECT_EQ(e.param(), "model");
+  }
 }
 
 }  // namespace

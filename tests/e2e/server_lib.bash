@@ -2,13 +2,14 @@
 # on a free loopback port and wait until it answers. Scripts must `trap gs_cleanup EXIT` (plus their
 # own cleanup) before starting, so the server never outlives the test.
 #   gs_start_server BINARY LOGFILE [serve options...]   -> sets GS_PID, GS_PORT, GS_BASE_URL
+#     (on the port in $GS_SERVE_PORT when set, else on one the kernel picks)
 #   gs_stop_server                                       -> SIGTERM, waits, returns its exit code
 
 gs_start_server() {
   local bin="$1" log="$2"
   shift 2
   # --port 0: the kernel picks a free port; the server logs the one it got.
-  "$bin" serve --host 127.0.0.1 --port 0 "$@" >"$log" 2>&1 &
+  "$bin" serve --host 127.0.0.1 --port "${GS_SERVE_PORT:-0}" "$@" >"$log" 2>&1 &
   GS_PID=$!
   local deadline=$((SECONDS + 300))  # first use builds the demo checkpoint
   GS_PORT=""

@@ -44,6 +44,28 @@ await runChecks([
     assert.equal(m.data[0].max_model_len, maxModelLen);
   }],
 
+  ['models.retrieve: the served model, 404 model_not_found for another id', async () => {
+    const m = await client.models.retrieve(model);
+    assert.equal(m.id, model);
+    assert.equal(m.object, 'model');
+    assert.deepEqual(m, (await client.models.list()).data[0]);
+    for (const id of ['no-such-model', 'org/other-model']) {
+      await expectApiError(client.models.retrieve(id), 404, (e) => assert.equal(e.code, 'model_not_found'));
+    }
+    await expectApiError(makeClient({ apiKey: 'wrong-key' }).models.retrieve(model), 401);
+  }],
+
+  ['a wrong method on a known path is 405 with Allow', async () => {
+    for (const [method, path, allow] of [['GET', '/v1/chat/completions', 'POST'], ['DELETE', '/v1/models', 'GET, HEAD'],
+                                         ['POST', '/health', 'GET, HEAD'], ['PUT', '/v1/completions', 'POST']]) {
+      const r = await http(method, path, method === 'POST' ? {} : undefined);
+      assert.equal(r.status, 405, `${method} ${path}: ${r.text}`);
+      assert.equal(r.headers.get('allow'), allow, `${method} ${path}`);
+      assert.equal(r.json.error.type, 'invalid_request_error');
+    }
+    assert.equal((await http('GET', '/v1/no-such-route')).status, 404);
+  }],
+
   ['chat: usage is exact', async () => {
     const r = await client.chat.completions.create({ model, messages, max_tokens: 12, temperature: 0 });
     assert.equal(r.object, 'chat.completion');

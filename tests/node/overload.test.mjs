@@ -22,6 +22,7 @@ await runChecks([
       assert.equal(e.status, 429, `refused with ${e.status}: ${e.message}`);
       assert.equal(e.error?.type, 'rate_limit_error');
       assert.equal(typeof e.error?.message, 'string');
+      assert.equal(e.headers?.get('retry-after'), '1', 'a 429 says when to retry');
     }
     console.log(`served ${ok.length}, refused ${refused.length}`);
     assert.equal(pagesUsed(await waitIdle()), 0);

@@ -25,6 +25,32 @@ using namespace std::chrono_literals;
 const char* kTemplate =
     "{{ bos_token }}{% for m in messages %}<|turn>{{ m.role }}\n{{ m.content }}<turn|>\n{% endfor %}<|turn>model\n";
 
+// A raw TCP connection to the server (-1 on failure).
+int connect_to(int port) {
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  if (fd < 0) return -1;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Reads what the server sends until it closes the connection (bounded by SO_RCVTIMEO).
+std::string read_to_end(int fd) {
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fd, buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(n));
+  return out;
+}
+
 class HttpServerTest : public ::testing::Test {
  protected:
   void start(ServerOptions opts = {}, std::chrono::milliseconds tick = 2ms) {
@@ -169,21 +195,65 @@ TEST_F(HttpServerTest, QueueFullIs429) {
   expect_error_shape(client->Post("/v1/completions", R"({"prompt":"x","max_tokens":3})", "application/json"), 429);
   expect_error_shape(client->Post("/v1/completions", R"({"prompt":"x","max_tokens":3,"stream":true})", "application/json"),
                      429);
+  auto r = client->Post("/v1/chat/completions", R"({"messages":[{"role":"user","content":"x"}]})", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 429);
+  EXPECT_EQ(r->get_header_value("Retry-After"), "1");
+}
+
+TEST_F(HttpServerTest, AWrongMethodOnAKnownPathIs405WithAllow) {
+  start();
+  auto r = client->Get("/v1/completions");
+  expect_error_shape(r, 405);
+  EXPECT_EQ(r->get_header_value("Allow"), "POST");
+  r = client->Post("/health", "", "application/json");
+  expect_error_shape(r, 405);
+  EXPECT_EQ(r->get_header_value("Allow"), "GET, HEAD");
+  r = client->Delete("/v1/models/demo");
+  expect_error_shape(r, 405);
+  EXPECT_EQ(r->get_header_value("Allow"), "GET, HEAD");
+  int fd = connect_to(port);
+  ASSERT_GE(fd, 0);
+  const std::string put = "PUT /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(write(fd, put.data(), put.size()), static_cast<ssize_t>(put.size()));
+  std::string answer = read_to_end(fd);
+  close(fd);
+  EXPECT_EQ(answer.rfind("HTTP/1.1 405", 0), 0u) << answer;
+  EXPECT_NE(answer.find("Allow: POST\r\n"), std::string::npos) << answer;
+  // Unknown paths stay 404, without Allow; a bad request on a known method stays 400.
+  expect_error_shape(client->Post("/v1/completions", "{", "application/json"), 400);
+  r = client->Post("/v1/nothing", "{}", "application/json");
+  expect_error_shape(r, 404);
+  EXPECT_FALSE(r->has_header("Allow"));
+  auto m = client->Get("/metrics");
+  ASSERT_TRUE(m);
+  EXPECT_NE(m->body.find("gemmaserve_http_errors_total{status=\"405\"} 4"), std::string::npos) << m->body;
+}
+
+TEST_F(HttpServerTest, ModelsRetrieve) {
+  start();
+  auto r = client->Get("/v1/models/demo");
+  ASSERT_TRUE(r);
+  ASSERT_EQ(r->status, 200) << r->body;
+  json j = json::parse(r->body);
+  EXPECT_EQ(j["id"], "demo");
+  EXPECT_EQ(j["object"], "model");
+  EXPECT_EQ(j, json::parse(client->Get("/v1/models")->body)["data"][0]);
+  for (const char* path : {"/v1/models/other", "/v1/models/google/gemma-4", "/v1/models/demo%2Fx"}) {
+    r = client->Get(path);
+    expect_error_shape(r, 404);
+    EXPECT_EQ(json::parse(r->body)["error"]["code"], "model_not_found") << path;
+  }
 }
 
 // Sends a long request on a raw socket; returns the connected descriptor (-1 on failure).
 int send_long_request(int port, bool stream) {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  int fd = connect_to(port);
   if (fd < 0) return -1;
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_port = htons(static_cast<uint16_t>(port));
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   std::string body = std::string(R"({"prompt":"x","max_tokens":100000,"stream":)") + (stream ? "true}" : "false}");
   std::string req = "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
                     std::to_string(body.size()) + "\r\n\r\n" + body;
-  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
+  if (write(fd, req.data(), req.size()) != static_cast<ssize_t>(req.size())) {
     close(fd);
     return -1;
   }
@@ -267,6 +337,81 @@ TEST_F(HttpServerTest, ManySimultaneousStreamsAreAllServed) {
   server->begin_shutdown();
   for (auto& t : threads) t.join();
   EXPECT_EQ(answered, clients);
+}
+
+// Splits HTTP/1.1 responses with Content-Length bodies, in the order they were sent.
+std::vector<std::pair<int, std::string>> split_responses(const std::string& s) {
+  std::vector<std::pair<int, std::string>> out;
+  size_t pos = 0;
+  while (pos < s.size()) {
+    size_t head_end = s.find("\r\n\r\n", pos);
+    if (head_end == std::string::npos) break;
+    std::string head = s.substr(pos, head_end - pos);
+    int status = std::stoi(head.substr(9, 3));
+    std::smatch m;
+    size_t len = 0;
+    if (std::regex_search(head, m, std::regex("Content-Length: ([0-9]+)", std::regex::icase))) len = std::stoul(m[1]);
+    out.emplace_back(status, s.substr(head_end + 4, len));
+    pos = head_end + 4 + len;
+  }
+  return out;
+}
+
+TEST_F(HttpServerTest, PipelinedRequestsAreAnsweredInOrder) {
+  start();
+  int fd = connect_to(port);
+  ASSERT_GE(fd, 0);
+  std::string body = R"({"prompt":"x","max_tokens":2})";
+  // Four requests in one write; the last asks the server to close afterwards.
+  std::string reqs = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n"
+                     "POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: " +
+                     std::to_string(body.size()) + "\r\n\r\n" + body +
+                     "GET /v1/models HTTP/1.1\r\nHost: x\r\n\r\n"
+                     "GET /v1/nothing HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(write(fd, reqs.data(), reqs.size()), static_cast<ssize_t>(reqs.size()));
+  auto responses = split_responses(read_to_end(fd));
+  close(fd);
+  ASSERT_EQ(responses.size(), 4u);
+  EXPECT_EQ(responses[0].first, 200);
+  EXPECT_EQ(json::parse(responses[0].second)["status"], "ok");
+  EXPECT_EQ(responses[1].first, 200);
+  EXPECT_EQ(json::parse(responses[1].second)["choices"][0]["text"], "HH");
+  EXPECT_EQ(responses[2].first, 200);
+  EXPECT_EQ(json::parse(responses[2].second)["object"], "list");
+  EXPECT_EQ(responses[3].first, 404);
+}
+
+TEST_F(HttpServerTest, HealthAnswersWhileEveryConnectionThreadIsTaken) {
+  ServerOptions o;
+  o.http_threads = 4;
+  start(o, 20ms);
+  std::vector<int> streams;
+  for (int i = 0; i < 4; ++i) streams.push_back(send_long_request(port, true));
+  for (int fd : streams) ASSERT_GE(fd, 0);
+  ASSERT_TRUE(eventually([&] { return engine->active() == 4; })) << engine->active() << " streams running";
+  // Every thread is held by a stream that never ends: these connections wait in line, the first
+  // with a request ready, the others silent.
+  int queued_request = send_long_request(port, false);
+  ASSERT_GE(queued_request, 0);
+  std::vector<int> silent;
+  for (int i = 0; i < 3; ++i) {
+    silent.push_back(connect_to(port));
+    ASSERT_GE(silent.back(), 0);
+  }
+  // Liveness and monitoring still answer (a generous client timeout; no timing is asserted).
+  for (const char* path : {"/health", "/metrics", "/v1/models", "/health"}) {
+    auto r = client->Get(path);
+    ASSERT_TRUE(r) << path << ": no answer while the connection threads are taken";
+    EXPECT_EQ(r->status, 200) << path;
+  }
+  EXPECT_EQ(engine->active(), 4) << "the waiting request must not have been started out of turn";
+  // A stream ends: the first connection in line gets the thread and its request runs.
+  close(streams[0]);
+  EXPECT_TRUE(eventually([&] { return engine->active() == 4 && engine->aborted() == 1; }))
+      << "the waiting request did not start after a thread came free";
+  close(queued_request);
+  for (int fd : silent) close(fd);
+  for (size_t i = 1; i < streams.size(); ++i) close(streams[i]);
 }
 
 TEST_F(HttpServerTest, MetricsAreValidPrometheusText) {
