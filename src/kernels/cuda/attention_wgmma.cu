@@ -5,9 +5,9 @@
 #include <cudaTypedefs.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
+#include "kernels/cuda/kernel_policy.h"
 #include "kernels/cuda/launch_util.h"
 
 namespace gs::cuda::attn {
@@ -52,10 +52,8 @@ void launch_wgmma_persistent(const TileArgs& a_in, const TileGrid& g, cudaStream
   allow_dynamic_smem(reinterpret_cast<const void*>(attention_wgmma_persistent_kernel), C::kSmemBytesP, smem_set);
   // One CTA per SM (225 KB of shared memory), never more than there are items.
   const int ctas = int(std::min<int64_t>(items, sm_count()));
-  const bool recording = timeline::begin(stream);
   attention_wgmma_persistent_kernel<<<ctas, C::kThreads, C::kSmemBytesP, stream>>>(a, map_q, map_o);
   GS_CUDA_LAUNCHED("attention_wgmma_persistent_kernel");
-  if (recording) timeline::end(recording, "hd256-persistent", items, stream);
 }
 
 void launch_wgmma_pair_persistent(const TileArgs& a_in, const TileGrid& g, cudaStream_t stream) {
@@ -92,11 +90,9 @@ void launch_wgmma_pair_persistent(const TileArgs& a_in, const TileGrid& g, cudaS
   }
   clusters = int(std::min<int64_t>(units, clusters));
   launch.cfg.gridDim = dim3(2 * clusters);
-  const bool recording = timeline::begin(stream);
   GS_CUDA_CHECK(
       cudaLaunchKernelEx(&launch.cfg, attention_wgmma_pair_persistent_kernel, a, map_k, map_v, map_q, map_o));
   GS_CUDA_LAUNCHED("attention_wgmma_pair_persistent_kernel");
-  if (recording) timeline::end(recording, "hd512-pair-persistent", 2 * units, stream);
 }
 
 void encode_kv_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, int head_dim, int kv_heads, int64_t tokens,
@@ -124,21 +120,9 @@ void encode_head_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, int hea
   if (r != CUDA_SUCCESS) fail("attention: cuTensorMapEncodeTiled failed with CUresult " + std::to_string(int(r)));
 }
 
-bool wgmma_tma_q_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("GS_ATTN_TMA_QO");
-    return !(e && std::string(e) == "0");
-  }();
-  return on;
-}
+bool wgmma_tma_q_enabled() { return kernel_policy().attention.tma_qo; }
 
-int wgmma_key_align() {
-  static const int align = [] {
-    const char* e = std::getenv("GS_ATTN_ALIGNED_TILES");
-    return e && std::string(e) == "1" ? 0 : 16;
-  }();
-  return align;
-}
+int wgmma_key_align() { return kernel_policy().attention.aligned_key_tiles ? 0 : 16; }
 
 bool wgmma_supported() {
   // The kernels exist as sm_90a SASS only; on any other device the build's compute_80 PTX
