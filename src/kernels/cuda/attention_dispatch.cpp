@@ -131,35 +131,16 @@ namespace attn {
 
 TileKernelInfo tile_kernel_info(TileKernel k) {
   switch (k) {
-    case TileKernel::Hd256Wide: return {"hd256 wide 4x2 warps", 256, 64, 64};
-    case TileKernel::Hd256WideSolo: return {"hd256 wide 4x1 warps (P in registers)", 256, 64, 64};
     case TileKernel::Hd256Narrow: return {"hd256 narrow 1x4 warps", 256, 16, 32};
-    case TileKernel::Hd512Wide: return {"hd512 wide 4x2 warps", 512, 64, 32};
-    case TileKernel::Hd512Narrow: return {"hd512 narrow 1x4 warps", 512, 16, 32};
-    case TileKernel::Hd512NarrowDeep: return {"hd512 narrow 1x4 warps, 3 stages", 512, 16, 32};
     case TileKernel::Hd256WideQuad: return {"hd256 wide 4x4 warps", 256, 64, 64};
-    case TileKernel::Hd512WideQuad: return {"hd512 wide 4x4 warps", 512, 64, 32};
-    case TileKernel::Hd256Wgmma: return {"hd256 wgmma pipelined (sm_90a)", 256, 128, 64};
-    case TileKernel::Hd512Wgmma: return {"hd512 wgmma split d, pipelined (sm_90a)", 512, 64, 64};
+    case TileKernel::Hd512Wide: return {"hd512 wide 4x2 warps", 512, 64, 32};
     case TileKernel::Hd256WgmmaSerial: return {"hd256 wgmma serial (sm_90a)", 256, 128, 64};
-    case TileKernel::Hd512WgmmaSerial: return {"hd512 wgmma split d, serial (sm_90a)", 512, 64, 64};
-    case TileKernel::Hd256WgmmaTma: return {"hd256 wgmma pipelined, TMA, CTA pairs (sm_90a)", 256, 128, 64};
-    case TileKernel::Hd512WgmmaTma: return {"hd512 wgmma split d, pipelined, TMA, CTA pairs (sm_90a)", 512, 64, 64};
-    case TileKernel::Hd256WgmmaSerialTma: return {"hd256 wgmma serial, TMA (sm_90a)", 256, 128, 64};
-    case TileKernel::Hd512WgmmaSerialTma: return {"hd512 wgmma split d, serial, TMA (sm_90a)", 512, 64, 64};
-    case TileKernel::Hd256WgmmaSerialN96: return {"hd256 wgmma serial, 96-key tiles (sm_90a)", 256, 128, 96};
-    case TileKernel::Hd256WgmmaSerialN128: return {"hd256 wgmma serial, 128-key tiles (sm_90a)", 256, 128, 128};
     case TileKernel::Hd512WgmmaSerialTmaPair:
       return {"hd512 wgmma split d, serial, TMA, CTA pairs (sm_90a)", 512, 64, 64};
     case TileKernel::Hd256WgmmaPersistent: return {"hd256 wgmma serial, persistent (sm_90a)", 256, 128, 64};
     case TileKernel::Hd512WgmmaPairPersistent:
       return {"hd512 wgmma split d, serial, TMA, CTA pairs, persistent (sm_90a)", 512, 64, 64};
-    case TileKernel::Hd512WgmmaClusterSplit:
-      return {"hd512 wgmma, head dim split over a CTA pair (sm_90a)", 512, 128, 64};
-    case TileKernel::Hd512Split8: return {"hd512 decode 8 warps split d, 32 keys x3", 512, 16, 32};
-    case TileKernel::Hd512Split8Fine: return {"hd512 decode 8 warps split d, 16 keys x6", 512, 16, 16};
     case TileKernel::Hd512Split8Pair: return {"hd512 decode 8 warps split d, 16 keys x3, 2/SM", 512, 16, 16};
-    case TileKernel::Hd512Split8Two: return {"hd512 decode 8 warps split d, 32 keys x2", 512, 16, 32};
     case TileKernel::Hd256Split8: return {"hd256 decode 8 warps split d, 32 keys x2", 256, 16, 32};
   }
   throw Error("attention: unknown tile kernel {}", int(k));
@@ -257,8 +238,7 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
 
   int splits = 1;
   if (workspace != nullptr) {
-    const int64_t ctas = int64_t(plan.grid.q_tiles) * nkv * batch.num_seqs *
-                         (is_cluster_split_kernel(plan.kernel) ? 2 : 1);  // two CTAs a tile
+    const int64_t ctas = int64_t(plan.grid.q_tiles) * nkv * batch.num_seqs;
     const int per_sm = is_wgmma_kernel(plan.kernel) ? 1  // 193-225 KB of shared memory per CTA
                        : hd == 256                  ? tile_kernel_occupancy_hd256(plan.kernel)
                                                     : tile_kernel_occupancy_hd512(plan.kernel);

@@ -12,7 +12,7 @@
 namespace gs::cuda::attn {
 
 struct AttentionPlan {
-  TileKernel kernel = TileKernel::Hd256Wide;
+  TileKernel kernel = TileKernel::Hd256Narrow;
   TileArgs args;
   TileGrid grid;
   int head_dim = 0;

@@ -14,26 +14,11 @@ namespace gs::cuda::attn {
 
 void launch_wgmma_kernel(TileKernel k, const TileArgs& a, const TileGrid& g, cudaStream_t stream) {
   switch (k) {
-    case TileKernel::Hd256Wgmma: return launch_wgmma_config<WgConfig<256, true>>(a, g, stream);
-    case TileKernel::Hd512Wgmma: return launch_wgmma_config<WgConfig<512, true>>(a, g, stream);
     case TileKernel::Hd256WgmmaSerial: return launch_wgmma_config<WgConfig<256, false>>(a, g, stream);
-    case TileKernel::Hd512WgmmaSerial: return launch_wgmma_config<WgConfig<512, false>>(a, g, stream);
-    case TileKernel::Hd256WgmmaTma: return launch_wgmma_config<WgConfig<256, true, true>>(a, g, stream);
-    case TileKernel::Hd512WgmmaTma: return launch_wgmma_config<WgConfig<512, true, true>>(a, g, stream);
-    case TileKernel::Hd256WgmmaSerialTma:
-      return launch_wgmma_config<WgConfig<256, false, true, false>>(a, g, stream);
-    case TileKernel::Hd512WgmmaSerialTma:
-      return launch_wgmma_config<WgConfig<512, false, true, false>>(a, g, stream);
-    case TileKernel::Hd256WgmmaSerialN96:
-      return launch_wgmma_config<WgConfig<256, false, false, false, 96>>(a, g, stream);
-    case TileKernel::Hd256WgmmaSerialN128:
-      return launch_wgmma_config<WgConfig<256, false, false, false, 128>>(a, g, stream);
     case TileKernel::Hd512WgmmaSerialTmaPair:
       return launch_wgmma_config<WgConfig<512, false, true, true>>(a, g, stream);
     case TileKernel::Hd256WgmmaPersistent: return launch_wgmma_persistent(a, g, stream);
     case TileKernel::Hd512WgmmaPairPersistent: return launch_wgmma_pair_persistent(a, g, stream);
-    case TileKernel::Hd512WgmmaClusterSplit:
-      return launch_wgmma_config<WgConfig<512, false, false, false, 64, true>>(a, g, stream);
     default: fail("attention: tile kernel " + std::to_string(int(k)) + " is not a wgmma kernel");
   }
 }

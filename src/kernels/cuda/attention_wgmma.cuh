@@ -38,7 +38,8 @@
 // bit-identical S, softmax and P); the serial ones compute each row's softmax once, in the warp
 // of one warpgroup or the other, which hands P and the rescale factors to its partner warp
 // (kRowSplitSoftmax: two warps on one SM sub-partition no longer issue the same softmax).
-// Head dim 512 split over a cluster of two CTAs (Hd512WgmmaClusterSplit): the split above moves
+// Head dim 512 split over a cluster of two CTAs (CLUSTER_SPLIT; measured, not chosen, and no
+// longer instantiated: docs/kernel-policy.md): the split above moves
 // from the warpgroups to the CTAs. Both CTAs of a cluster take the same 128 rows; CTA c holds
 // columns [256c, 256c + 256) of Q, K and V, so each is the hd256 kernel (two warpgroups of 64
 // rows each, 32 KB K and V tiles, two stages) whose S is half a contraction: each warpgroup sends
