@@ -78,7 +78,7 @@ std::string KernelPolicy::describe() const {
                                                       : fmt::format("steps of 1-{} rows", pdl.max_step_rows);
   return fmt::format(
       "kernels: policy (docs/kernel-policy.md)\n"
-      "  gemv: fma up to {} rows (2 rows on weights with a side <= {}), one-row weights {} or K <= 4096; "
+      "  gemv: fma up to {} rows (2 rows on weights with a side <= {}; at one row {}); "
       "tensor-core {}-{} rows on weights {} with K <= {} (fused GeLU {}), {} stages x {} tiles, K split below {} "
       "warps/SM; fma K split below {} blocks/SM, streaming {}, L2 prefetch {}\n"
       "  attention: hd256 decode {}; hd512 prefill {}; combine {}; min key tiles per split {}; max splits {}; "
@@ -87,7 +87,10 @@ std::string KernelPolicy::describe() const {
       "  sampling: window {}, CTAs per row {}\n"
       "  moe: {} (gemv up to {} routed rows), 64-row tiles of {} weight rows\n"
       "  gemm: cuBLASLt plans {}",
-      g.max_rows, g.two_row_max_dim, megabytes(g.max_weight_bytes), kGemvMmaMinRows, g.mma_max_rows,
+      g.max_rows, g.two_row_max_dim,
+      g.max_weight_bytes == INT64_MAX ? std::string("every weight")
+                                      : fmt::format("weights {} or with K <= 4096", megabytes(g.max_weight_bytes)),
+      kGemvMmaMinRows, g.mma_max_rows,
       megabytes(g.mma_max_bytes), g.mma_max_k, megabytes(g.mma_fused_max_bytes), g.mma_shape.stages,
       g.mma_shape.tiles, g.mma_shape.warps_per_sm, g.min_blocks_per_sm, g.streaming ? "on" : "off",
       g.l2_prefetch_bytes > 0 ? megabytes(g.l2_prefetch_bytes) : std::string("off"), name(a.hd256_decode),
