@@ -8,13 +8,14 @@
 
 namespace gs {
 
-std::unique_ptr<Backend> create_backend(const std::string& name) {
+std::unique_ptr<Backend> create_backend(const std::string& name, const BackendOptions& options) {
   if (name == "cpu") return make_cpu_backend();
   if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
 #ifdef GEMMASERVE_HAVE_CUDA
     int device = name.size() > 5 ? std::stoi(name.substr(5)) : 0;
-    return make_cuda_backend(device);
+    return make_cuda_backend(device, cuda::apply_developer_env(options.kernels));
 #else
+    (void)options;
     throw Error("backend '{}' requested, but this gemmaserve was built without CUDA (-DGEMMASERVE_CUDA=ON)", name);
 #endif
   }

@@ -160,7 +160,7 @@ TEST_F(Attention, ExplicitPositionsAndScale) {
   expect_exact(c, "explicit positions, window 20");
 }
 
-// Every tile kernel, not only the ones the dispatcher picks today, on prefill, chunk, sliding,
+// Every tile kernel, whatever shape class the dispatcher gives it, on prefill, chunk, sliding,
 // vision, decode and verify shapes of its head dim.
 TEST_F(Attention, EveryTileKernelOnEveryShape) {
   for (int k = 0; k < cuda::attn::kNumTileKernels; ++k) {
@@ -198,12 +198,8 @@ TEST_F(Attention, EveryTileKernelOnEveryShape) {
 TEST_F(Attention, WgmmaKernelsOnEveryShapeTheyAccept) {
   if (!cuda::attn::wgmma_supported()) GTEST_SKIP() << "needs an sm_90 GPU";
   using cuda::attn::TileKernel;
-  for (TileKernel kernel :
-       {TileKernel::Hd256Wgmma, TileKernel::Hd512Wgmma, TileKernel::Hd256WgmmaSerial, TileKernel::Hd512WgmmaSerial,
-        TileKernel::Hd256WgmmaTma, TileKernel::Hd512WgmmaTma, TileKernel::Hd256WgmmaSerialTma,
-        TileKernel::Hd512WgmmaSerialTma, TileKernel::Hd256WgmmaSerialN96, TileKernel::Hd256WgmmaSerialN128,
-        TileKernel::Hd512WgmmaSerialTmaPair, TileKernel::Hd256WgmmaPersistent, TileKernel::Hd512WgmmaPairPersistent,
-        TileKernel::Hd512WgmmaClusterSplit}) {
+  for (TileKernel kernel : {TileKernel::Hd256WgmmaSerial, TileKernel::Hd512WgmmaSerialTmaPair,
+                            TileKernel::Hd256WgmmaPersistent, TileKernel::Hd512WgmmaPairPersistent}) {
     const int k = int(kernel), hd = cuda::attn::tile_kernel_info(kernel).head_dim;
     const std::string name = std::string(cuda::attn::tile_kernel_info(kernel).name) + ": ";
     std::vector<std::pair<AttnCase, std::string>> cases;
@@ -267,8 +263,7 @@ TEST_F(Attention, PersistentKernelsOverManyUnits) {
 // positions, split (fused combine) and unsplit.
 TEST_F(Attention, SplitDecodeKernelsOnEveryDecodeShape) {
   using cuda::attn::TileKernel;
-  for (TileKernel kernel : {TileKernel::Hd512Split8, TileKernel::Hd512Split8Fine, TileKernel::Hd512Split8Pair,
-                            TileKernel::Hd512Split8Two, TileKernel::Hd256Split8}) {
+  for (TileKernel kernel : {TileKernel::Hd512Split8Pair, TileKernel::Hd256Split8}) {
     const int hd = cuda::attn::tile_kernel_info(kernel).head_dim;
     const std::string name = std::string(cuda::attn::tile_kernel_info(kernel).name) + ": ";
     std::vector<std::pair<AttnCase, std::string>> cases;
@@ -302,8 +297,7 @@ TEST_F(Attention, FusedCombineIsExactAndReplaysBitIdentically) {
     const char* what;
   };
   std::vector<Item> items = {
-      {TileKernel::Hd512Narrow, make(512, 32, 4, 0, 16, {{4000, 1}}), "hd512 narrow, batch 1"},
-      {TileKernel::Hd512Split8, make(512, 32, 4, 0, 16, {{4000, 1}}), "hd512 split d, batch 1"},
+      {TileKernel::Hd512Split8Pair, make(512, 32, 4, 0, 16, {{4000, 1}}), "hd512 split d pair, batch 1, 4 KV heads"},
       {TileKernel::Hd512Split8Pair, make(512, 8, 1, 0, 16, ragged(3, 3000, 1)), "hd512 split d pair, batch 3"},
       {TileKernel::Hd512Split8Pair, make(512, 8, 1, 0, 16, {{8000, 1}}), "hd512 split d pair, batch 1, 8k (128)"},
       {TileKernel::Hd256Narrow, make(256, 32, 16, 1024, 16, {{3000, 1}}), "hd256 narrow sliding, batch 1"},
@@ -333,7 +327,7 @@ TEST_F(Attention, WgmmaRejectsVisionOverlay) {
   img.mm_block.assign(60, 0);
   AttnCase c = make(256, 2, 1, 0, 16, {img});
   c.mm_bidirectional = true;
-  c.force_kernel = int(cuda::attn::TileKernel::Hd256Wgmma);
+  c.force_kernel = int(cuda::attn::TileKernel::Hd256WgmmaSerial);
   EXPECT_THROW(run_attention_case(c, rng_), Error);
 }
 

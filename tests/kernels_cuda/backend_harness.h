@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -15,6 +16,7 @@
 #include "core/tensor.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "kernels/cuda/cuda_backend.h"
+#include "kernels/cuda/kernel_policy.h"
 #include "ops/backend.h"
 
 namespace gs::test {
@@ -32,6 +34,15 @@ class CudaVsCpu : public ::testing::Test {
     seed = (uint64_t(rd()) << 32) ^ rd();
     rng.seed(seed);
     RecordProperty("seed", std::to_string(seed));
+  }
+  // The next test starts from the product's kernel policy whatever this one changed.
+  void TearDown() override { cuda::set_kernel_policy({}); }
+
+  // Installs the current kernel policy with `change` applied (kernel variants under test).
+  static void change_policy(const std::function<void(cuda::KernelPolicy&)>& change) {
+    cuda::KernelPolicy p = cuda::kernel_policy();
+    change(p);
+    cuda::set_kernel_policy(p);
   }
 
   // n values uniform in [lo, hi], rounded to bf16.

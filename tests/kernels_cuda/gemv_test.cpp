@@ -1,6 +1,6 @@
 // cuda vs cpu: the decode GEMV (kernels/cuda/gemv.h) for every M it takes, odd N, K off every
 // tile size, bf16 and f32 out; once called directly and once through the backend's matmul (which
-// sends M <= GS_GEMV_MAX_M there).
+// sends the rows its kernel policy names there).
 #include <cuda_runtime.h>
 #include <cmath>
 #include <gtest/gtest.h>
@@ -35,7 +35,7 @@ TEST_F(Gemv, EveryMOddNBothOutDtypes) {
   // Both variants at every M: the tensor-core kernel from M = 1, then the FMA kernel always.
   for (int mma_min : {1, cuda::kGemvMaxRows + 1})
   for (int64_t m = 1; m <= cuda::kGemvMaxRows; ++m) {
-    cuda::gemv_set_mma_min_rows(mma_min);
+    change_policy([&](cuda::KernelPolicy& p) { p.gemv.mma_min_rows = mma_min; });
     for (NK s : {NK{1, 8}, NK{33, 264}, NK{257, 1536}, NK{771, 2056}, NK{5, 21504}}) {
       auto x = random_bf16(m * s.k);
       auto [wc, wg] = weight(random_bf16(s.n * s.k), Shape{s.n, s.k});
@@ -56,7 +56,7 @@ TEST_F(Gemv, EveryMOddNBothOutDtypes) {
       }
     }
   }
-  cuda::gemv_set_mma_min_rows(cuda::kGemvMmaMinRows);  // the default
+  change_policy([&](cuda::KernelPolicy& p) { p.gemv.mma_min_rows = cuda::kGemvMmaMinRows; });  // the default
 }
 
 // The tensor-core variant in every shape it can be set to (shared-memory stages, n8 tiles per warp,
@@ -64,11 +64,11 @@ TEST_F(Gemv, EveryMOddNBothOutDtypes) {
 // stage and off the stage size, and M on both sides of 8 (x rows g + 8 loaded or not).
 TEST_F(Gemv, TensorCoreVariantInEveryShape) {
   struct NK { int64_t n, k; };
-  cuda::gemv_set_mma_min_rows(1);
+  change_policy([&](cuda::KernelPolicy& p) { p.gemv.mma_min_rows = 1; });
   for (int stages : {2, 3, 4})
     for (int tiles : {1, 2})
       for (int warps_per_sm : {1, 16, 4096}) {
-        cuda::gemv_set_mma_shape(stages, tiles, warps_per_sm);
+        change_policy([&](cuda::KernelPolicy& p) { p.gemv.mma_shape = {stages, tiles, warps_per_sm}; });
         for (int64_t m : {1, 3, 8, 9, 16})
           for (NK s : {NK{1, 8}, NK{17, 264}, NK{1536, 2056}, NK{40, 8200}}) {
             const std::string what = "mma " + std::to_string(stages) + "," + std::to_string(tiles) + "," +
@@ -77,8 +77,8 @@ TEST_F(Gemv, TensorCoreVariantInEveryShape) {
             expect_gemv_matches_cpu(m, s.n, s.k, DType::F32, 1.f, 1e-3, what);
           }
       }
-  cuda::gemv_set_mma_shape(3, 1, 16);  // the defaults
-  cuda::gemv_set_mma_min_rows(cuda::kGemvMmaMinRows);
+  change_policy([&](cuda::KernelPolicy& p) { p.gemv.mma_shape = {3, 1, 16}; });  // the defaults
+  change_policy([&](cuda::KernelPolicy& p) { p.gemv.mma_min_rows = cuda::kGemvMmaMinRows; });
 }
 
 TEST_F(Gemv, DecodeShapesOfE2B) {
@@ -147,7 +147,7 @@ class GemvFused : public Gemv {
 TEST_F(GemvFused, FmaEpiloguesMatchTheTwoOps) {
   struct IK { int64_t n, k; };
   // The epilogues and the plain GEMV they are compared with on the FMA kernel at every M.
-  cuda::gemv_set_mma_min_rows(cuda::kGemvMaxRows + 1);
+  change_policy([&](cuda::KernelPolicy& p) { p.gemv.mma_min_rows = cuda::kGemvMaxRows + 1; });
   for (int64_t m : {1, 3, 16})
     for (IK s : {IK{1, 8}, IK{7, 264}, IK{6144, 1536}, IK{256, 1536}, IK{5, 21504}}) {
       const std::string what = "M=" + std::to_string(m) + " N=" + std::to_string(s.n) + " K=" + std::to_string(s.k);
@@ -162,7 +162,7 @@ TEST_F(GemvFused, FmaEpiloguesMatchTheTwoOps) {
       gpu->matmul_gelu_mul_pair(r.xg, r.vg, r.bg, pb);
       expect_close(pb, r.cpu_aux, kFusedGeluTol, "backend matmul_gelu_mul_pair " + what);
     }
-  cuda::gemv_set_mma_min_rows(cuda::kGemvMmaMinRows);  // the default
+  change_policy([&](cuda::KernelPolicy& p) { p.gemv.mma_min_rows = cuda::kGemvMmaMinRows; });  // the default
 }
 
 // The tensor-core variant's epilogues (from kGemvMmaMinRows rows) in every shape it can be set to,
@@ -170,10 +170,10 @@ TEST_F(GemvFused, FmaEpiloguesMatchTheTwoOps) {
 // K split can differ from the plain launch's and the sums round apart.
 TEST_F(GemvFused, TensorCoreEpilogues) {
   struct IK { int64_t n, k; };
-  cuda::gemv_set_mma_min_rows(1);
+  change_policy([&](cuda::KernelPolicy& p) { p.gemv.mma_min_rows = 1; });
   for (int stages : {2, 3, 4})
     for (int tiles : {1, 2}) {
-      cuda::gemv_set_mma_shape(stages, tiles, 16);
+      change_policy([&](cuda::KernelPolicy& p) { p.gemv.mma_shape = {stages, tiles, 16}; });
       for (int64_t m : {1, 3, 8, 9, 16})
         for (IK s : {IK{1, 8}, IK{7, 264}, IK{6144, 1536}, IK{256, 1536}, IK{5, 8200}}) {
           const std::string what = "mma " + std::to_string(stages) + "," + std::to_string(tiles) +
@@ -185,8 +185,8 @@ TEST_F(GemvFused, TensorCoreEpilogues) {
           EXPECT_LE(rel_error(bits(r.fused_aux), bits(r.pair)), kFusedGeluTol) << "gelu_mul_aux vs two ops " << what;
         }
     }
-  cuda::gemv_set_mma_shape(3, 1, 16);  // the defaults
-  cuda::gemv_set_mma_min_rows(cuda::kGemvMmaMinRows);
+  change_policy([&](cuda::KernelPolicy& p) { p.gemv.mma_shape = {3, 1, 16}; });  // the defaults
+  change_policy([&](cuda::KernelPolicy& p) { p.gemv.mma_min_rows = cuda::kGemvMmaMinRows; });
 }
 
 // Weights too big for one wave of blocks stream through a grid of at most one wave whose warp
@@ -210,7 +210,7 @@ TEST_F(Gemv, StreamingBeyondOneWaveGivesTheWavesBits) {
       Tensor auxg = gpu_act(aux, {m, s.n});
       std::vector<float> out[2][3];
       for (int streaming = 0; streaming < 2; ++streaming) {
-        cuda::gemv_set_streaming(streaming == 1);
+        change_policy([&](cuda::KernelPolicy& p) { p.gemv.streaming = streaming == 1; });
         Tensor plain = gpu_poisoned(DType::BF16, {m, s.n}), gelu = gpu_poisoned(DType::BF16, {m, s.n / 2});
         Tensor with_aux = gpu_poisoned(DType::BF16, {m, s.n});
         gpu->synchronize();
@@ -225,7 +225,7 @@ TEST_F(Gemv, StreamingBeyondOneWaveGivesTheWavesBits) {
           expect_close(plain, oc, kBf16Tol, "streamed gemv " + what);
         }
       }
-      cuda::gemv_set_streaming(true);
+      change_policy([&](cuda::KernelPolicy& p) { p.gemv.streaming = true; });
       EXPECT_EQ(out[1][0], out[0][0]) << "plain " << what;
       EXPECT_EQ(out[1][1], out[0][1]) << "gelu_mul " << what;
       EXPECT_EQ(out[1][2], out[0][2]) << "gelu_mul_aux " << what;

@@ -17,9 +17,13 @@ namespace {
 
 class Moe : public CudaVsCpu {
  protected:
-  void TearDown() override { cuda::moe_force_path(nullptr); }
   void force(const char* p) {
-    cuda::moe_force_path(p);
+    const std::string n = p ? p : "";
+    const cuda::MoePath forced = n == "gemv"    ? cuda::MoePath::Gemv
+                                 : n == "mma16" ? cuda::MoePath::Mma16
+                                 : n == "mma64" ? cuda::MoePath::Mma64
+                                                : cuda::MoePath::Auto;
+    change_policy([&](cuda::KernelPolicy& policy) { policy.moe.path = forced; });
     path = p;
   }
   std::string path = "auto";

@@ -105,11 +105,11 @@ TEST_F(Sampling, EveryWindowCaseSameAsCpu) {
   };
   const int64_t R = int64_t(std::size(cases));
   // Rounds 0-1: the team size launch_sample picks (8 CTAs per row for these 15 rows on an H100);
-  // rounds 2-4: teams of 1, 2 and 4 (GS_SAMPLE_TEAM; ignored before sm_90, where it is always 1).
+  // rounds 2-4: teams of 1, 2 and 4 (the policy's sampling.team; ignored before sm_90, where it is
+  // always 1).
   const char* teams[] = {nullptr, nullptr, "1", "2", "4"};
   for (int round = 0; round < 5; ++round) {
-    if (teams[round]) setenv("GS_SAMPLE_TEAM", teams[round], 1);
-    else unsetenv("GS_SAMPLE_TEAM");
+    change_policy([&](cuda::KernelPolicy& p) { p.sampling.team = teams[round] ? std::atoi(teams[round]) : 0; });
     std::vector<float> l = logits(R, V);
     std::vector<SamplingRow> rows;
     for (int64_t r = 0; r < R; ++r) {
@@ -130,7 +130,6 @@ TEST_F(Sampling, EveryWindowCaseSameAsCpu) {
     const std::string team = teams[round] ? teams[round] : "auto";
     expect_same_as_cpu(l, rows, V, "round " + std::to_string(round) + ", team " + team);
   }
-  unsetenv("GS_SAMPLE_TEAM");
 }
 
 TEST_F(Sampling, TopLogprobsOfLargeTiedRows) {

@@ -7,10 +7,11 @@
 # rows such as sampling). Carry OUT_DIR together with the gpu-libs of a collect-libs.sh folder
 # (the carry limit is 64 MiB: the libraries take ~15 MB).
 #
-# GS_AB_CMAKE_ARGS adds CMake options to every revision of the call and GS_AB_SUFFIX to its names,
-# e.g. GS_AB_CMAKE_ARGS=-DGEMMASERVE_ATTN_TIMELINE=ON GS_AB_SUFFIX=-tl for the attention timeline
-# (tools/gpu/attention_timeline.py), or -DGEMMASERVE_ATTN_WAIT_CHECK=ON for waits that trap and say where;
-# without them both options are turned off again.
+# GS_AB_CMAKE_ARGS adds CMake options to every revision of the call and GS_AB_SUFFIX to its names.
+# Revisions before the kernel-policy change had two diagnostic options (GEMMASERVE_ATTN_TIMELINE,
+# GEMMASERVE_ATTN_WAIT_CHECK); they are turned off for every revision, so a shared build folder
+# never keeps one on. Kernel choices of one build are A/B'd with the developer variables of
+# src/kernels/cuda/kernel_policy_env.cpp instead of rebuilding.
 #
 # usage: tools/gpu/ab-build.sh OUT_DIR REV [REV ...]     e.g. build-ab main wgmma-n80 sampling-cluster
 set -euo pipefail

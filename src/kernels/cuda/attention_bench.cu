@@ -2,7 +2,6 @@
 // in a paged cache whose pages are shuffled (a serving cache is fragmented, not contiguous).
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <numeric>
@@ -173,7 +172,7 @@ std::vector<AttentionBenchResult> run_shape(const BenchShape& s, int reps, bool 
 
 }  // namespace
 
-std::vector<AttentionBenchResult> bench_attention(int reps, bool all_kernels) {
+std::vector<AttentionBenchResult> bench_attention(int reps, bool all_kernels, const std::string& only) {
   // Shapes of Gemma-4 31B (full: 32 q / 4 kv heads, d 512; sliding: 32 / 16, d 256, W 1024) and
   // E2B (8 / 1, group 8).
   const BenchShape shapes[] = {
@@ -193,11 +192,9 @@ std::vector<AttentionBenchResult> bench_attention(int reps, bool all_kernels) {
       {"decode b1 ctx1k hd256 W512 (E2B sliding)", 256, 8, 1, 512, 1, 1, 1024},
       {"verify b64 q4 ctx4k hd512 (31B full)", 512, 32, 4, 0, 64, 4, 4096},
   };
-  // GS_BENCH_ATTENTION_SHAPES: only the shapes whose name contains it (profiler runs).
-  const char* only = std::getenv("GS_BENCH_ATTENTION_SHAPES");
   std::vector<AttentionBenchResult> out;
   for (const BenchShape& s : shapes) {
-    if (only && *only && !std::strstr(s.name, only)) continue;
+    if (!only.empty() && !std::strstr(s.name, only.c_str())) continue;
     for (auto& r : run_shape(s, reps, all_kernels)) out.push_back(std::move(r));
   }
   return out;

@@ -17,7 +17,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -26,6 +25,7 @@
 #include "core/error.h"
 #include "kernels/cuda/attention_plan.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/kernel_policy.h"
 #include "kernels/cuda/launch_util.h"
 
 namespace gs::cuda {
@@ -42,17 +42,10 @@ constexpr int kMaxSplits = attn::kMaxAttentionSplits;
 // the 128-row wgmma hd256 CTAs can need more, which the workspace check in plan_attention turns
 // into fewer splits.
 constexpr int kSplitCtaBudget = 512;
-// Key tiles a split keeps at least: one for the narrow (decode) tiles, two otherwise.
-// GS_ATTN_MIN_TILES (A/B runs) overrides both. A decode CTA is latency-bound: each key tile costs it
-// ~1.4 us of barriers, shared-memory round trips and softmax at hd256, so splits of one tile
-// (and a combine that waits for one L2 round trip whatever the splits) finish soonest: E2B's
-// sliding layers 5.8 -> 3.0 us of attention a layer, the batch-1 step 1.90 -> 1.83 ms (H200,
-// 2026-11-27, docs/perf/decode.md).
+// Key tiles a split keeps at least: one for the narrow (decode) tiles, two otherwise, unless the
+// policy says (decision record "Attention: key tiles per split", docs/kernel-policy.md).
 static int min_tiles_per_split(bool narrow) {
-  static const int knob = [] {
-    const char* e = std::getenv("GS_ATTN_MIN_TILES");
-    return e && *e ? std::atoi(e) : 0;
-  }();
+  const int knob = kernel_policy().attention.min_tiles_per_split;
   return knob > 0 ? knob : narrow ? 1 : 2;
 }
 
@@ -138,129 +131,49 @@ namespace attn {
 
 TileKernelInfo tile_kernel_info(TileKernel k) {
   switch (k) {
-    case TileKernel::Hd256Wide: return {"hd256 wide 4x2 warps", 256, 64, 64};
-    case TileKernel::Hd256WideSolo: return {"hd256 wide 4x1 warps (P in registers)", 256, 64, 64};
     case TileKernel::Hd256Narrow: return {"hd256 narrow 1x4 warps", 256, 16, 32};
-    case TileKernel::Hd512Wide: return {"hd512 wide 4x2 warps", 512, 64, 32};
-    case TileKernel::Hd512Narrow: return {"hd512 narrow 1x4 warps", 512, 16, 32};
-    case TileKernel::Hd512NarrowDeep: return {"hd512 narrow 1x4 warps, 3 stages", 512, 16, 32};
     case TileKernel::Hd256WideQuad: return {"hd256 wide 4x4 warps", 256, 64, 64};
-    case TileKernel::Hd512WideQuad: return {"hd512 wide 4x4 warps", 512, 64, 32};
-    case TileKernel::Hd256Wgmma: return {"hd256 wgmma pipelined (sm_90a)", 256, 128, 64};
-    case TileKernel::Hd512Wgmma: return {"hd512 wgmma split d, pipelined (sm_90a)", 512, 64, 64};
+    case TileKernel::Hd512Wide: return {"hd512 wide 4x2 warps", 512, 64, 32};
     case TileKernel::Hd256WgmmaSerial: return {"hd256 wgmma serial (sm_90a)", 256, 128, 64};
-    case TileKernel::Hd512WgmmaSerial: return {"hd512 wgmma split d, serial (sm_90a)", 512, 64, 64};
-    case TileKernel::Hd256WgmmaTma: return {"hd256 wgmma pipelined, TMA, CTA pairs (sm_90a)", 256, 128, 64};
-    case TileKernel::Hd512WgmmaTma: return {"hd512 wgmma split d, pipelined, TMA, CTA pairs (sm_90a)", 512, 64, 64};
-    case TileKernel::Hd256WgmmaSerialTma: return {"hd256 wgmma serial, TMA (sm_90a)", 256, 128, 64};
-    case TileKernel::Hd512WgmmaSerialTma: return {"hd512 wgmma split d, serial, TMA (sm_90a)", 512, 64, 64};
-    case TileKernel::Hd256WgmmaSerialN96: return {"hd256 wgmma serial, 96-key tiles (sm_90a)", 256, 128, 96};
-    case TileKernel::Hd256WgmmaSerialN128: return {"hd256 wgmma serial, 128-key tiles (sm_90a)", 256, 128, 128};
     case TileKernel::Hd512WgmmaSerialTmaPair:
       return {"hd512 wgmma split d, serial, TMA, CTA pairs (sm_90a)", 512, 64, 64};
     case TileKernel::Hd256WgmmaPersistent: return {"hd256 wgmma serial, persistent (sm_90a)", 256, 128, 64};
     case TileKernel::Hd512WgmmaPairPersistent:
       return {"hd512 wgmma split d, serial, TMA, CTA pairs, persistent (sm_90a)", 512, 64, 64};
-    case TileKernel::Hd512WgmmaClusterSplit:
-      return {"hd512 wgmma, head dim split over a CTA pair (sm_90a)", 512, 128, 64};
-    case TileKernel::Hd512Split8: return {"hd512 decode 8 warps split d, 32 keys x3", 512, 16, 32};
-    case TileKernel::Hd512Split8Fine: return {"hd512 decode 8 warps split d, 16 keys x6", 512, 16, 16};
     case TileKernel::Hd512Split8Pair: return {"hd512 decode 8 warps split d, 16 keys x3, 2/SM", 512, 16, 16};
-    case TileKernel::Hd512Split8Two: return {"hd512 decode 8 warps split d, 32 keys x2", 512, 16, 32};
     case TileKernel::Hd256Split8: return {"hd256 decode 8 warps split d, 32 keys x2", 256, 16, 32};
   }
   throw Error("attention: unknown tile kernel {}", int(k));
 }
 
-// Which kernel serves a batch whose sequences bring at most `rows` packed query rows. Chosen by
-// bench_attention(all_kernels) on an H200 (docs/perf/attention.md): for prefill, warps to hide
-// latency mattered more than shared-memory traffic (hd256: 4x4 warps 1.99 ms, 4x2 2.06, solo
-// 4x1 2.62; hd512: 4x2 15.4 ms, 4x4 16.2); for decode a third K/V stage bought nothing.
-//
-// On Hopper (sm_90a build, sm_90 device), batches with more than 16 packed rows and no vision
-// overlay go to the wgmma kernels, the serial cp.async-fed ones since 2026-11-25 (H200, after the
-// C7513 fix: prefill 8k W1024 0.792 ms serial against 0.807 pipelined and 0.894 TMA pairs; hd512
-// prefill 8k causal 7.84 ms serial against 7.96 TMA pairs, verify b64 q4 0.532 against 0.658 ms;
-// 4x4 / 4x2 mma.sync warps took 1.99 / 15.4 ms). hd512 keeps the page_size % 8 condition it had
-// with the TMA kernel (the wgmma suite covers page sizes 8-48 only; others stay on mma.sync). The
-// vision-block overlay is not implemented in the wgmma kernels: such batches keep the mma.sync
-// kernels, as do decode batches (<= 16 rows). hd512 takes the serial kernel fed by TMA since the
-// per-tile instruction diet (H200, 2026-11-25, two runs: prefill 8k causal 6.97 ms against 7.24 for
-// cp.async, 315 against 304 TFLOP/s; verify b64 q4 0.526 against 0.519 ms, a tie); hd256 stays on
-// cp.async (0.747 against 0.740 ms). Tiles with keys past kv_len or on freed pages still take the
-// cp.async gather inside the TMA kernel. Since the softmax diet of the same day (H100: raw-score
-// max, scale and max in one FFMA, ex2.approx.ftz, one branch for the boundary-tile mask), hd512
-// runs that kernel in CTA pairs sharing K/V (31B prefill 8k causal 6.28 ms / 350 TFLOP/s against
-// 6.56 / 335 unpaired; E2B 1.59 against 1.65 ms); hd256 stays on the 64-key cp.async kernel (0.658
-// ms against 0.686 with 96-key and 0.797 with 128-key tiles, which have one K and one V stage).
-//
-// Since 2026-11-26 hd256 runs the serial kernel as a persistent one (one CTA per SM walking the
-// query tiles from a queue, the next tile's Q and K loaded under the last one's end; H200: 8k
-// W1024 491-501 TFLOP/s against 443-445, the windowless causal shape 565-580 against 522-536).
-//
-// hd512 prefill stays on the paired serial TMA kernel after two changes of 2026-11-26 (H200, 8k
-// causal, 31B / E2B): remote mbarrier arrivals at CTA scope instead of .release.cluster (359 ->
-// 418 / 354 -> 410 TFLOP/s) and each row's softmax computed once (-> 446 / 436). The head dim
-// split over a CTA pair (Hd512WgmmaClusterSplit: half the K/V bytes per SM, two stages) runs at
-// 388-395: its S exchange through the partner's shared memory takes ~1 us a tile.
-// Since 2026-11-26 14:50Z that paired kernel runs persistent (Hd512WgmmaPairPersistent: one
-// cluster per SM pair walking tile pairs from a queue, the next pair's Q and first K loaded under
-// the last one's end; H200, 8k causal: 31B 478-481 against 445-451, E2B 458-468 against 435-439).
-//
-// Decode at head dim 512 (<= 16 rows) goes to the split-d decode kernel with 16-key tiles, 3
-// stages and two CTAs per SM (attention_decode.cuh; H200, 2026-11-25: b64 ctx4k 31B 0.494 ms =
-// 4.35 TB/s against 0.869 ms for the 1x4-warp narrow kernel, E2B 3.67 against 2.27 TB/s). At head
-// dim 256 its 8-warp variant only tied the narrow kernel (3.83 TB/s both), so that stays.
-// Head-dim-256 decode: the 8-warp split-d kernel for groups of 8+ query heads per KV head (E2B's
-// sliding layers), the narrow kernel otherwise. In a replayed decode graph (H200, 2026-11-25, two
-// runs each) split-d took E2B 2.168 -> 2.136 ms at batch 1 and 2.984 -> 2.943 at batch 8, while
-// 31B's group of 2 was even at batch 1 (16.03 both) and 0.4% slower at batch 8 (18.62 / 18.54).
-// GS_ATTN_HD256_DECODE=narrow|split8 overrides it for A/B runs.
-static int hd256_decode_override() {  // 0 none, 1 narrow, 2 split8
-  static const int v = [] {
-    const char* e = std::getenv("GS_ATTN_HD256_DECODE");
-    const std::string s = e ? e : "";
-    return s == "narrow" ? 1 : s == "split8" ? 2 : 0;
-  }();
-  return v;
-}
-
-// GS_ATTN_HD512_PERSISTENT=0 keeps hd512 prefill on the plain paired kernel (A/B runs).
-static bool hd512_persistent_knob() {
-  static const bool on = [] {
-    const char* e = std::getenv("GS_ATTN_HD512_PERSISTENT");
-    return !(e && std::string(e) == "0");
-  }();
-  return on;
-}
-
+// Which kernel serves a batch whose sequences bring at most `rows` packed query rows: the
+// measured winner of each shape class (decision records "Attention: ...", docs/kernel-policy.md),
+// with the policy's choices for head-dim-256 decode and head-dim-512 prefill.
 // The wgmma kernels take the row max of the raw scores and apply the scale in the exponent, which
 // needs scale > 0 (a negative scale would reverse the order, zero makes -inf·0 a NaN); other scales
 // go to the mma.sync kernels.
 static TileKernel choose_kernel(int head_dim, int64_t rows, int group, bool vision_overlay, int page_size,
                                 float scale) {
+  const AttentionPolicy& policy = kernel_policy().attention;
   const bool narrow = rows <= 16;
   if (head_dim == 256 && narrow) {
-    const int o = hd256_decode_override();
-    if (o == 2 || (o == 0 && group >= 8)) return TileKernel::Hd256Split8;
+    const Hd256Decode d = policy.hd256_decode;
+    if (d == Hd256Decode::Split8 || (d == Hd256Decode::Auto && group >= 8)) return TileKernel::Hd256Split8;
   }
   if (!narrow && !vision_overlay && scale > 0.f && attn::wgmma_supported()) {
     if (head_dim == 256) return TileKernel::Hd256WgmmaPersistent;
     if (page_size % 8 == 0)
-      return hd512_persistent_knob() ? TileKernel::Hd512WgmmaPairPersistent : TileKernel::Hd512WgmmaSerialTmaPair;
+      return policy.hd512_prefill == Hd512Prefill::PairPersistent ? TileKernel::Hd512WgmmaPairPersistent
+                                                                   : TileKernel::Hd512WgmmaSerialTmaPair;
   }
   if (head_dim == 256) return narrow ? TileKernel::Hd256Narrow : TileKernel::Hd256WideQuad;
   return narrow ? TileKernel::Hd512Split8Pair : TileKernel::Hd512Wide;
 }
 
-// GS_ATTN_MAX_SPLITS caps the splits (A/B runs; unset or 0: no cap).
+// The policy's cap on the splits (0: none below the combine's limit).
 static int64_t max_splits_knob() {
-  static const int64_t v = [] {
-    const char* e = std::getenv("GS_ATTN_MAX_SPLITS");
-    const int n = e && *e ? std::atoi(e) : 0;
-    return n > 0 ? int64_t(n) : int64_t(kMaxSplits);
-  }();
-  return v;
+  const int n = kernel_policy().attention.max_splits;
+  return n > 0 ? int64_t(n) : int64_t(kMaxSplits);
 }
 
 // Splits of the key range: the fewest that minimise ceil(ctas·s / slots) / s, the launch time in
@@ -325,8 +238,7 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
 
   int splits = 1;
   if (workspace != nullptr) {
-    const int64_t ctas = int64_t(plan.grid.q_tiles) * nkv * batch.num_seqs *
-                         (is_cluster_split_kernel(plan.kernel) ? 2 : 1);  // two CTAs a tile
+    const int64_t ctas = int64_t(plan.grid.q_tiles) * nkv * batch.num_seqs;
     const int per_sm = is_wgmma_kernel(plan.kernel) ? 1  // 193-225 KB of shared memory per CTA
                        : hd == 256                  ? tile_kernel_occupancy_hd256(plan.kernel)
                                                     : tile_kernel_occupancy_hd512(plan.kernel);
@@ -336,9 +248,8 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
       visible = std::min<int64_t>(visible, int64_t(p.sliding_window) + batch.max_q_len);
     const int64_t key_tiles = (visible + info.keys - 1) / info.keys;
     // Past 32 splits the combine loads the partials in more than one round trip (32 splits a
-    // batch): worth it only where 32 splits would keep more than 4 key tiles each. E2B at batch 1
-    // (H200, 2026-11-27, its full layers): 1k context 1.830 ms with 32 splits against 1.847 with
-    // 65, 8k 2.04 -> 1.95 with 128, 32k 2.53 -> 2.09.
+    // batch): worth it only where 32 splits would keep more than 4 key tiles each (decision record
+    // "Attention: split cap", docs/kernel-policy.md).
     const int64_t split_cap = key_tiles > 4 * kCombineBatchSplits ? kMaxSplits : kCombineBatchSplits;
     const int64_t max_splits = std::min<int64_t>(
         {max_splits_knob(), split_cap, key_tiles / min_tiles_per_split(rows <= 16), kSplitCtaBudget / ctas});
@@ -380,31 +291,17 @@ static int* stream_counters(cudaStream_t stream) {
   return p;
 }
 
-// Auto never fuses the combine now. Standalone (AttentionBench, GPU time, H200 2026-11-25) the fused
-// combine won at batch 1 on hd256 (0.017 against 0.021 ms), tied on hd512 and lost at batch 64
-// (0.160 against 0.143 ms); inside a replayed batch-1 decode graph, where PDL hides the second
-// launch and the combine kernel merges on many SMs instead of one, the combine kernel won outright:
-// E2B 2.331 -> 2.158 ms a step, 31B 16.400 -> 16.223 (docs/perf/decode.md). Fused stays for A/B
-// runs (GS_ATTN_COMBINE=fused) and is tested.
+// Auto never fuses the combine: inside a replayed decode graph the combine kernel won (decision
+// record "Attention: combine mode", docs/kernel-policy.md); Fused stays for A/B runs and is tested.
 bool fuses_combine(const AttentionPlan& plan, CombineMode mode) {
   if (plan.empty || plan.args.num_splits <= 1 || is_wgmma_kernel(plan.kernel)) return false;
   if (int64_t(plan.grid.q_tiles) * plan.grid.kv_heads * plan.grid.num_seqs > kSplitCounters) return false;
   return mode == CombineMode::Fused;
 }
 
-// GS_ATTN_COMBINE=fused|separate overrides the automatic choice (A/B runs).
-static CombineMode combine_knob() {
-  static const CombineMode v = [] {
-    const char* e = std::getenv("GS_ATTN_COMBINE");
-    const std::string s = e ? e : "";
-    return s == "fused" ? CombineMode::Fused : s == "separate" ? CombineMode::Separate : CombineMode::Auto;
-  }();
-  return v;
-}
-
 void launch_plan(const AttentionPlan& plan, cudaStream_t stream, CombineMode mode) {
   if (plan.empty) return;
-  if (mode == CombineMode::Auto) mode = combine_knob();
+  if (mode == CombineMode::Auto) mode = kernel_policy().attention.combine;
   TileArgs a = plan.args;
   // The mma.sync tile and decode kernels can merge their splits themselves (the last split CTA
   // of a row tile); the wgmma kernels leave it to the combine kernel.

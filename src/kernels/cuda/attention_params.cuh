@@ -58,47 +58,32 @@ struct TileArgs {
   int item_q_tiles = 0, item_heads = 0, item_seqs = 0;
 };
 
-// The tile kernels the dispatcher chooses from (each a TileConfig instantiation, see
-// attention_hd256.cu / attention_hd512.cu). Tests run every one of them; the bench times each.
+// The tile kernels the dispatcher can choose (attention_dispatch.cpp, with the kernel policy's
+// switches and the persistent kernels' fallbacks; docs/kernel-policy.md lists them by shape
+// class). Each is a TileConfig, DecodeConfig or WgConfig instantiation (attention_hd256.cu,
+// attention_hd512.cu, attention_wgmma.cu). Tests run every one of them; the bench times each.
+// Variants measured and not chosen were deleted (git history before the kernel-policy commit).
 enum class TileKernel : int {
-  Hd256Wide,        // 64 rows, 4x2 warps (P through shared memory), 64 keys per tile
-  Hd256WideSolo,    // 64 rows, 4x1 warps (P in registers), 64 keys per tile
   Hd256Narrow,      // 16 rows, 1x4 warps, 32 keys per tile, 2 stages
-  Hd512Wide,        // 64 rows, 4x2 warps, 32 keys per tile
-  Hd512Narrow,      // 16 rows, 1x4 warps, 32 keys per tile, 2 stages
-  Hd512NarrowDeep,  // 16 rows, 1x4 warps, 32 keys per tile, 3 stages (more K/V in flight)
   Hd256WideQuad,    // 64 rows, 4x4 warps (16 warps hide more latency), 64 keys per tile
-  Hd512WideQuad,    // 64 rows, 4x4 warps, 32 keys per tile
+  Hd512Wide,        // 64 rows, 4x2 warps, 32 keys per tile
   // Hopper (sm_90a) only, no vision overlay (attention_wgmma.cuh): wgmma, producer warpgroup + two
-  // consumer warpgroups, 64 keys per tile unless named otherwise.
-  Hd256Wgmma,       // 128 rows (64 per warpgroup), P·V of tile j-1 overlapping softmax of tile j
-  Hd512Wgmma,       // 64 rows, the warpgroups split the head dim, pipelined likewise
-  Hd256WgmmaSerial, // as Hd256Wgmma, one product at a time per warpgroup
-  Hd512WgmmaSerial, // as Hd512Wgmma, one product at a time per warpgroup
-  Hd256WgmmaTma,    // as Hd256Wgmma, whole valid key tiles loaded by TMA (boundary tiles: cp.async)
-  Hd512WgmmaTma,    // as Hd512Wgmma, likewise
-  Hd256WgmmaSerialTma,  // as Hd256WgmmaSerial, whole valid key tiles by TMA, no CTA pairs
-  Hd512WgmmaSerialTma,  // as Hd512WgmmaSerial, likewise
-  Hd256WgmmaSerialN96,  // as Hd256WgmmaSerial, 96 keys per tile, one K and one V stage
-  Hd256WgmmaSerialN128, // as Hd256WgmmaSerial, 128 keys per tile, one K and one V stage
-  Hd512WgmmaSerialTmaPair,  // as Hd512WgmmaSerialTma, in CTA pairs sharing TMA-loaded K/V tiles
-  Hd256WgmmaPersistent,     // as Hd256WgmmaSerial, one CTA per SM walking the tiles from a queue
-  Hd512WgmmaPairPersistent, // as Hd512WgmmaSerialTmaPair, one cluster per SM pair walking tile pairs from a queue
-  Hd512WgmmaClusterSplit,   // 128 rows per cluster of two CTAs, each half of the head dim
+  // consumer warpgroups, one product at a time per warpgroup, 64 keys per tile.
+  Hd256WgmmaSerial,          // 128 rows (64 per warpgroup), K/V by cp.async
+  Hd512WgmmaSerialTmaPair,   // 64 rows, the warpgroups split the head dim, whole valid key tiles by
+                             // TMA (boundary tiles: cp.async), in CTA pairs sharing K/V tiles
+  Hd256WgmmaPersistent,      // as Hd256WgmmaSerial, one CTA per SM walking the tiles from a queue
+  Hd512WgmmaPairPersistent,  // as Hd512WgmmaSerialTmaPair, one cluster per SM pair walking tile pairs
   // Decode kernels with the head dim split over 8 warps (attention_decode.cuh): 16 rows, S's
   // contraction and O's columns split by dims, partial S summed through shared memory.
-  Hd512Split8,      // 32 keys per tile, 3 stages (214 KB, one CTA per SM)
-  Hd512Split8Fine,  // 16 keys per tile, 6 stages (205 KB, one CTA per SM: five tiles in flight)
   Hd512Split8Pair,  // 16 keys per tile, 3 stages (109 KB, two CTAs per SM)
-  Hd512Split8Two,   // 32 keys per tile, 2 stages (150 KB)
   Hd256Split8,      // 32 keys per tile, 2 stages (86 KB, two CTAs per SM)
 };
-constexpr int kNumTileKernels = 27;
+constexpr int kNumTileKernels = 9;
 constexpr bool is_wgmma_kernel(TileKernel k) {
-  return int(k) >= int(TileKernel::Hd256Wgmma) && int(k) <= int(TileKernel::Hd512WgmmaClusterSplit);
+  return int(k) >= int(TileKernel::Hd256WgmmaSerial) && int(k) <= int(TileKernel::Hd512WgmmaPairPersistent);
 }
-constexpr bool is_cluster_split_kernel(TileKernel k) { return k == TileKernel::Hd512WgmmaClusterSplit; }
-constexpr bool is_split_d_kernel(TileKernel k) { return int(k) >= int(TileKernel::Hd512Split8); }
+constexpr bool is_split_d_kernel(TileKernel k) { return int(k) >= int(TileKernel::Hd512Split8Pair); }
 
 struct TileKernelInfo {
   const char* name;

@@ -4,6 +4,7 @@
 // and time every variant.
 #pragma once
 #include "kernels/cuda/attention_params.cuh"
+#include "kernels/cuda/kernel_policy.h"
 #include "ops/attention_batch.h"
 #include "ops/backend.h"
 #include "ops/kv_cache.h"
@@ -11,7 +12,7 @@
 namespace gs::cuda::attn {
 
 struct AttentionPlan {
-  TileKernel kernel = TileKernel::Hd256Wide;
+  TileKernel kernel = TileKernel::Hd256Narrow;
   TileArgs args;
   TileGrid grid;
   int head_dim = 0;
@@ -24,10 +25,8 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
                              int cache_layer, const AttentionParams& p, const Tensor& out, void* workspace,
                              size_t workspace_bytes, const TileKernel* force = nullptr);
 
-// How split keys are merged: by the last split CTA of the mma.sync tile and decode kernels
-// (Fused, no second launch), by the combine kernel launched after them (Separate), or as the
-// dispatcher chooses (Auto: the combine kernel, or GS_ATTN_COMBINE; see fuses_combine).
-enum class CombineMode { Auto, Fused, Separate };
+// How split keys are merged (kernel_policy.h); Auto: as the installed policy says.
+using gs::cuda::CombineMode;
 
 // Whether launch_plan(plan, stream, mode) merges the splits inside the attention kernel (when the
 // stream can get split counters).

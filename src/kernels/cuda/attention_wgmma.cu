@@ -5,35 +5,20 @@
 #include <cudaTypedefs.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 
+#include "kernels/cuda/kernel_policy.h"
 #include "kernels/cuda/launch_util.h"
 
 namespace gs::cuda::attn {
 
 void launch_wgmma_kernel(TileKernel k, const TileArgs& a, const TileGrid& g, cudaStream_t stream) {
   switch (k) {
-    case TileKernel::Hd256Wgmma: return launch_wgmma_config<WgConfig<256, true>>(a, g, stream);
-    case TileKernel::Hd512Wgmma: return launch_wgmma_config<WgConfig<512, true>>(a, g, stream);
     case TileKernel::Hd256WgmmaSerial: return launch_wgmma_config<WgConfig<256, false>>(a, g, stream);
-    case TileKernel::Hd512WgmmaSerial: return launch_wgmma_config<WgConfig<512, false>>(a, g, stream);
-    case TileKernel::Hd256WgmmaTma: return launch_wgmma_config<WgConfig<256, true, true>>(a, g, stream);
-    case TileKernel::Hd512WgmmaTma: return launch_wgmma_config<WgConfig<512, true, true>>(a, g, stream);
-    case TileKernel::Hd256WgmmaSerialTma:
-      return launch_wgmma_config<WgConfig<256, false, true, false>>(a, g, stream);
-    case TileKernel::Hd512WgmmaSerialTma:
-      return launch_wgmma_config<WgConfig<512, false, true, false>>(a, g, stream);
-    case TileKernel::Hd256WgmmaSerialN96:
-      return launch_wgmma_config<WgConfig<256, false, false, false, 96>>(a, g, stream);
-    case TileKernel::Hd256WgmmaSerialN128:
-      return launch_wgmma_config<WgConfig<256, false, false, false, 128>>(a, g, stream);
     case TileKernel::Hd512WgmmaSerialTmaPair:
       return launch_wgmma_config<WgConfig<512, false, true, true>>(a, g, stream);
     case TileKernel::Hd256WgmmaPersistent: return launch_wgmma_persistent(a, g, stream);
     case TileKernel::Hd512WgmmaPairPersistent: return launch_wgmma_pair_persistent(a, g, stream);
-    case TileKernel::Hd512WgmmaClusterSplit:
-      return launch_wgmma_config<WgConfig<512, false, false, false, 64, true>>(a, g, stream);
     default: fail("attention: tile kernel " + std::to_string(int(k)) + " is not a wgmma kernel");
   }
 }
@@ -52,10 +37,8 @@ void launch_wgmma_persistent(const TileArgs& a_in, const TileGrid& g, cudaStream
   allow_dynamic_smem(reinterpret_cast<const void*>(attention_wgmma_persistent_kernel), C::kSmemBytesP, smem_set);
   // One CTA per SM (225 KB of shared memory), never more than there are items.
   const int ctas = int(std::min<int64_t>(items, sm_count()));
-  const bool recording = timeline::begin(stream);
   attention_wgmma_persistent_kernel<<<ctas, C::kThreads, C::kSmemBytesP, stream>>>(a, map_q, map_o);
   GS_CUDA_LAUNCHED("attention_wgmma_persistent_kernel");
-  if (recording) timeline::end(recording, "hd256-persistent", items, stream);
 }
 
 void launch_wgmma_pair_persistent(const TileArgs& a_in, const TileGrid& g, cudaStream_t stream) {
@@ -92,11 +75,9 @@ void launch_wgmma_pair_persistent(const TileArgs& a_in, const TileGrid& g, cudaS
   }
   clusters = int(std::min<int64_t>(units, clusters));
   launch.cfg.gridDim = dim3(2 * clusters);
-  const bool recording = timeline::begin(stream);
   GS_CUDA_CHECK(
       cudaLaunchKernelEx(&launch.cfg, attention_wgmma_pair_persistent_kernel, a, map_k, map_v, map_q, map_o));
   GS_CUDA_LAUNCHED("attention_wgmma_pair_persistent_kernel");
-  if (recording) timeline::end(recording, "hd512-pair-persistent", 2 * units, stream);
 }
 
 void encode_kv_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, int head_dim, int kv_heads, int64_t tokens,
@@ -124,21 +105,9 @@ void encode_head_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, int hea
   if (r != CUDA_SUCCESS) fail("attention: cuTensorMapEncodeTiled failed with CUresult " + std::to_string(int(r)));
 }
 
-bool wgmma_tma_q_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("GS_ATTN_TMA_QO");
-    return !(e && std::string(e) == "0");
-  }();
-  return on;
-}
+bool wgmma_tma_q_enabled() { return kernel_policy().attention.tma_qo; }
 
-int wgmma_key_align() {
-  static const int align = [] {
-    const char* e = std::getenv("GS_ATTN_ALIGNED_TILES");
-    return e && std::string(e) == "1" ? 0 : 16;
-  }();
-  return align;
-}
+int wgmma_key_align() { return kernel_policy().attention.aligned_key_tiles ? 0 : 16; }
 
 bool wgmma_supported() {
   // The kernels exist as sm_90a SASS only; on any other device the build's compute_80 PTX

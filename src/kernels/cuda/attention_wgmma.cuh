@@ -14,7 +14,7 @@
 // producer thread issues Q's boxes at kernel entry, completing on their own mbarrier, and each
 // consumer warpgroup writes its normalised O into its part of the Q tile and sends it out as
 // boxes. Per CTA that took the start-to-first-S time from 5.7 to 2.6 us and the epilogue from 4.3
-// to 1.7 us (hd256 W1024, H200, tools/gpu/attention_timeline.py). A tile cut by its sequence's
+// to 1.7 us (hd256 W1024, H200, per-CTA timelines of a diagnostic build since removed). A tile cut by its sequence's
 // end gathers Q with cp.async and stores O directly, as the split partials always are.
 //
 // Shared-memory layout of every operand tile (Q, K, V): 128-byte-swizzled "slabs" of 64 head-dim
@@ -38,7 +38,8 @@
 // bit-identical S, softmax and P); the serial ones compute each row's softmax once, in the warp
 // of one warpgroup or the other, which hands P and the rescale factors to its partner warp
 // (kRowSplitSoftmax: two warps on one SM sub-partition no longer issue the same softmax).
-// Head dim 512 split over a cluster of two CTAs (Hd512WgmmaClusterSplit): the split above moves
+// Head dim 512 split over a cluster of two CTAs (CLUSTER_SPLIT; measured, not chosen, and no
+// longer instantiated: docs/kernel-policy.md): the split above moves
 // from the warpgroups to the CTAs. Both CTAs of a cluster take the same 128 rows; CTA c holds
 // columns [256c, 256c + 256) of Q, K and V, so each is the hd256 kernel (two warpgroups of 64
 // rows each, 32 KB K and V tiles, two stages) whose S is half a contraction: each warpgroup sends
@@ -61,7 +62,6 @@
 
 #include "kernels/cuda/attention_cta.cuh"
 #include "kernels/cuda/attention_params.cuh"
-#include "kernels/cuda/attention_timeline.cuh"
 #include "kernels/cuda/attention_wgmma_exchange.cuh"
 #include "kernels/cuda/attention_wgmma_producer.cuh"
 #include "kernels/cuda/attention_wgmma_step.cuh"
@@ -143,7 +143,6 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   constexpr bool SPLIT = C::kSplitD, CSPLIT = C::kClusterSplit;
   using bf16 = __nv_bfloat16;
 
-  GS_TL_MARK(threadIdx.x == 0, kStart);
   extern __shared__ __align__(1024) uint8_t smem_raw[];
   const AlignedSmem aligned = align_smem_1024(smem_raw);
   const uint32_t base = aligned.base;
@@ -235,8 +234,6 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   // No image rows here. Tile it covers keys key0 + it·BN ..
   const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, false, BN, a.key_align);
   const int key0 = kt.key0, n_tiles = kt.count;
-  GS_TL_MARK(tid == 0, kSetup);
-  GS_TL_NOTE_TILES(tid == 0, n_tiles);
 
   if (warp >= 8) {
     wgmma_produce_kv<C>(a, cta, bar, sK, sV, key0, n_tiles, paired, rank, col0, &tma_k, &tma_v, tid);
@@ -252,7 +249,6 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     gather_q_rows<HD, BM, CD>(a, cta, sQ, 0, BM, tid, C::kConsumerThreads, col0);
     wg::consumer_bar_sync();
   }
-  GS_TL_MARK(tid == 0, kQLanded);
 
   // ---- consumer warpgroups ----
   // 0 or 1; through a shuffle so the compiler knows it is warp-uniform and keeps the operand
@@ -316,53 +312,35 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   if constexpr (!C::kPipelined) {
     // One product at a time per warpgroup; the two warpgroups overlap each other (hd256 only:
     // hd512's exchange keeps them in step).
-    timeline::LoopSpans spans;  // diagnostic builds only
     for (int it = 0; it < n_tiles; ++it) {
       const int s = it % ST, parity = (it / ST) & 1, k0 = key0 + it * BN;
       float sc[NA];
-      spans.start();
       wg::mbar_wait(bar.full_k(s), parity);
-      spans.stop(timeline::kSpanWaitK);
-      GS_TL_MARK(tid == 0 && it == 0, kFirstK);
-      spans.start();
       wg::fence_proxy_async();
       wg::fence();
       issue_s(sc, s);
       wg::wait<0>();
       wg::pin(sc);
-      spans.stop(timeline::kSpanS);
       release(bar.empty_k(s));
       uint32_t p[NA / 2];
       float alpha[2];
       if constexpr (C::kRowSplitSoftmax) {
-        spans.start();
         softmax_row_split(sc, k0, p, alpha);
         rescale_o(alpha);
-        spans.stop(timeline::kSpanSoftmax);
       } else {
-        spans.start();
         exchange(sc, it);
-        spans.stop(timeline::kSpanExchange);
-        spans.start();
         softmax(sc, k0, alpha);
         pack_p(sc, p);
         rescale_o(alpha);
-        spans.stop(timeline::kSpanSoftmax);
       }
-      spans.start();
       wg::mbar_wait(bar.full_v(s), parity);
-      spans.stop(timeline::kSpanWaitV);
-      spans.start();
       wg::fence_proxy_async();
       wg::fence();
       issue_pv(p, s);
       wg::wait<0>();
       wg::pin(o);
-      spans.stop(timeline::kSpanPv);
-      GS_TL_MARK(tid == 0 && it == 0, kFirstPv);
       release(bar.empty_v(s));
     }
-    spans.record(tid == 0);
   } else {
     // Software pipeline inside the warpgroup (FlashAttention-3's intra-warpgroup overlap): the
     // P·V of tile it-1 runs on the tensor cores while this warpgroup computes the softmax of
@@ -427,8 +405,6 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     }
   }
 
-  GS_TL_MARK(tid == 0, kLoopEnd0);
-  GS_TL_MARK(tid == 128, kLoopEnd1);
   if constexpr (C::kRowSplitSoftmax) row_split.hand_over_stats<NA>(m_run, l_run);
   // ---- epilogue: normalise and store this warpgroup's rows and columns ----
 #pragma unroll
@@ -467,14 +443,12 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       }
       wg::tma_store_commit_and_wait_read();
     }
-    GS_TL_MARK(tid == 0, kEnd);
     return;
   }
   // Split d: both warpgroups hold the same rows and statistics, one writes them; cluster split:
   // both CTAs do, the first writes them.
   store_o_direct<HD>(a, o, m_run, l_run, cta, cta.row0 + r_lo, col0 + dim0, lane,
                      CSPLIT ? rank == 0 : !SPLIT || wgi == 0);
-  GS_TL_MARK(tid == 0, kEnd);
 #else
   // Built for another architecture: the dispatcher never launches this kernel there.
   __trap();
@@ -489,13 +463,14 @@ void encode_kv_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, int head_
 // The same for Q or O ([tokens][heads][d]), boxes of box_heads heads x box_tokens tokens.
 void encode_head_tensor_map(CUtensorMap* map, const __nv_bfloat16* base, int head_dim, int heads, int64_t tokens,
                             int box_heads, int box_tokens);
-// Whether the wgmma kernels load Q and store O by TMA (default; GS_ATTN_TMA_QO=0 turns it off
-// for A/B runs). Defined in attention_wgmma.cu.
+// Whether the wgmma kernels load Q and store O by TMA (the policy's attention.tma_qo, on by
+// default). Defined in attention_wgmma.cu.
 bool wgmma_tma_q_enabled();
 
 // Where the wgmma kernels' key tiles start: at the first visible key rounded down to 16 (TMA
-// boxes of 8 or 16 keys then never straddle a page), or, with GS_ATTN_ALIGNED_TILES=1 (A/B runs),
-// at multiples of the tile's keys as the mma.sync kernels do. Defined in attention_wgmma.cu.
+// boxes of 8 or 16 keys then never straddle a page), or, with the policy's
+// attention.aligned_key_tiles (A/B runs), at multiples of the tile's keys as the mma.sync kernels
+// do. Defined in attention_wgmma.cu.
 int wgmma_key_align();
 
 // Before a wgmma launch: Q and O as [tokens][query heads][d] tensor maps with boxes of 64 rows
@@ -559,7 +534,6 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
   }
   static std::atomic<uint64_t> smem_set{0};
   allow_dynamic_smem(reinterpret_cast<const void*>(attention_wgmma_kernel<C>), C::kSmemBytes, smem_set);
-  const bool recording = timeline::begin(stream);
   if (C::kClusterSplit || (C::kPair && a.tma_box_rows > 0 && g.q_tiles > 1)) {
     // Clusters of two along x. Pairs: an even number of query tiles (a CTA past the rows exits
     // at once; one query tile, as in decode and verify batches: no partner, plain launch).
@@ -572,13 +546,6 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
     attention_wgmma_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(a, map_k, map_v, map_q, map_o);
   }
   GS_CUDA_LAUNCHED("attention_wgmma_kernel");
-  if (recording)
-    timeline::end(recording,
-                  "hd" + std::to_string(C::kHeadDim) + (C::kPipelined ? "-pipe" : "-serial") + "-n" +
-                      std::to_string(C::kBlockN) + (C::kTma ? "-tma" : "") + (C::kPair ? "-pair" : "") +
-                      (C::kClusterSplit ? "-csplit" : ""),
-                  int64_t(C::kClusterSplit ? 2 * g.q_tiles : g.q_tiles + 1) * g.kv_heads * a.num_splits * g.num_seqs,
-                  stream);
 }
 
 }  // namespace gs::cuda::attn

@@ -3,7 +3,7 @@
 // the same (row, key) per register index and thread in both halves, so every exchange below runs
 // in register order, [register][thread], without bank conflicts.
 //   - sum_s_halves_in_cta: the two warpgroups of one CTA (the pipelined split-d kernels);
-//   - ClusterSExchange: the same warpgroup of two CTAs of a cluster (Hd512WgmmaClusterSplit);
+//   - ClusterSExchange: the same warpgroup of two CTAs of a cluster (the CLUSTER_SPLIT configuration, not instantiated);
 //   - RowSplitSoftmax: warp pairs across the two warpgroups of one CTA, which also share the
 //     softmax (the serial split-d kernels).
 // In the first two forms both sides add the other's half to their own; float addition

@@ -192,7 +192,6 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
         // gathered tile) as soon as it has read the unit, and two releases ahead of this wait
         // would complete its phase twice: the wait would then be for the phase after (parity).
         if (u > 0) wg::mbar_wait(q_empty(0), (u - 1) & 1), wg::mbar_wait(q_empty(1), (u - 1) & 1);
-        GS_TL_MARK_AT(lane == 0 && t >= 0, 2 * t + int(rank), kPublished);
         if (u >= 2) wg::mbar_wait(item_empty(slot), ((u >> 1) - 1) & 1);
         if (lane == 0) {
           items[slot] = it;
@@ -224,7 +223,6 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
       // says why).
       const int claim_at = max(0, it.n_tiles - 2);
       typename KvTileLoader<C>::TileSrc cur;
-      GS_TL_MARK_AT(pt == 0, 2 * it.t + int(rank), kFirstLookup);
       if (rank == 0 && warp == 8 && lane == 0 && claim_at == 0) next = claim();
       if (it.n_tiles > 0) {
         // K of the first tile, then Q, then its V: K's stage and the Q halves free with the last
@@ -242,7 +240,6 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
         ld.load(0, gtile + j, it.kvh, true, cur);
         ld.load(1, gtile + j, it.kvh, true, cur);
       }
-      GS_TL_MARK_AT(pt == 0, 2 * it.t + int(rank), kIssued);
       gtile += it.n_tiles;
     }
     ld.wait_released(gtile);  // the partner's consumers arrive on these barriers too
@@ -286,8 +283,6 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
     for (int u = 0;; ++u) {
       const PairItem it = wg::take_slot(items, u, item_full(u & 1), item_empty(u & 1));
       if (it.t < 0) break;
-      GS_TL_MARK_AT(tid == 0, 2 * it.t + int(rank), kStart);
-      GS_TL_NOTE_TILES_AT(tid == 0, 2 * it.t + int(rank), it.n_tiles);
       if (!it.active) {
         // No rows here (the partner's tile has them): take part in the unit's tiles only.
         release_here(q_empty(wgi));
@@ -320,7 +315,6 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
         gather_q_rows<HD, BM, 256>(a, it.place(), sQ + (dim0 >> 6) * (BM * 128), 0, BM, tq, 128, dim0);
         wg_bar();
       }
-      GS_TL_MARK_AT(tid == 0, 2 * it.t + int(rank), kQLanded);
 
 #pragma unroll
       for (int i = 0; i < 128; ++i) o[i] = 0.f;
@@ -332,7 +326,6 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
         const int parity = (gtile + j) & 1, k0 = it.key0 + j * BN;
         float sc[NA];
         wg::mbar_wait(bar.full_k(0), parity);
-        GS_TL_MARK_AT(tid == 0 && j == 0, 2 * it.t + int(rank), kFirstK);
         wg::fence_proxy_async();
         wg::fence();
         wg_issue_s<C>(sc, q_desc, k_desc, 0);
@@ -350,12 +343,9 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
         wg_issue_pv<C>(o, p, v_desc, 0);
         wg::wait<0>();
         wg::pin(o);
-        GS_TL_MARK_AT(tid == 0 && j == 0, 2 * it.t + int(rank), kFirstPv);
         release(bar.empty_v(0));
       }
       gtile += it.n_tiles;
-      GS_TL_MARK_AT(tid == 0, 2 * it.t + int(rank), kLoopEnd0);
-      GS_TL_MARK_AT(tid == 128, 2 * it.t + int(rank), kLoopEnd1);
 
       // ---- epilogue: normalise and store this warpgroup's columns of the tile ----
       // A split without keys keeps the initial statistics in both warps; handing them over would
@@ -387,7 +377,6 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
         // Both warpgroups hold the rows' statistics; the first writes them (split partials).
         store_o_direct<HD>(a, o, m_run, l_run, it.place(), it.row0 + r_lo, dim0, lane, wgi == 0);
       }
-      GS_TL_MARK_AT(tid == 0, 2 * it.t + int(rank), kEnd);
     }
     // The staging slab must stay until the last box has read it.
     if (tq == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");

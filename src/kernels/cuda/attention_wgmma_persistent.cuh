@@ -110,7 +110,6 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
     for (int u = 0;; ++u) {
       const int slot = u & 1;
       if (warp == 8) {
-        GS_TL_MARK_AT(lane == 0 && u > 0, items[slot ^ 1].t, kIssued);
         // The next item that has rows: the queue hands out cells of shorter sequences too.
         if (u >= 2) wg::mbar_wait(item_empty(slot), ((u >> 1) - 1) & 1);
         int t = __shfl_sync(0xffffffffu, next, 0);
@@ -153,7 +152,6 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
         // last S is done, which needs no Q load of the producer; two releases ahead of this wait
         // would complete its phase twice, and the wait would be for the phase after (parity).
         if (u > 0) wg::mbar_wait(q_empty(0), (u - 1) & 1), wg::mbar_wait(q_empty(1), (u - 1) & 1);
-        GS_TL_MARK_AT(lane == 0 && t >= 0, t, kPublished);
         if (lane == 0) {
           items[slot] = it;
           wg::mbar_arrive(item_full(slot));  // release: the slot's contents before the consumers' acquire
@@ -216,7 +214,6 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
       // item's start instead, the windowless causal shape lost 20%: the long items at the
       // queue's end waited a whole item for the SM that had claimed them.)
       const int claim_at = max(0, it.n_tiles - 2);
-      GS_TL_MARK_AT(pt == 0, it.t, kFirstLookup);
       if (it.n_tiles > 0) {
         if (warp == 8 && lane == 0 && claim_at == 0) next = claim();
         tile(0);
@@ -263,8 +260,6 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
   for (int u = 0;; ++u) {
     const PersistentItem it = wg::take_slot(items, u, item_full(u & 1), item_empty(u & 1));
     if (it.t < 0) break;
-    GS_TL_MARK_AT(tid == 0, it.t, kStart);
-    GS_TL_NOTE_TILES_AT(tid == 0, it.t, it.n_tiles);
 
     // This thread's rows' positions (-1 past the sequence's end), and its warp's span for the mask.
     int qpos[2];
@@ -291,8 +286,6 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
       wg_bar();
     }
 
-    GS_TL_MARK_AT(tid == 0, it.t, kSetup);
-    GS_TL_MARK_AT(tid == 0, it.t, kQLanded);
 #pragma unroll
     for (int i = 0; i < 128; ++i) o[i] = 0.f;
     float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
@@ -302,7 +295,6 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
       const int gj = gtile + j, s = gj % ST, parity = (gj / ST) & 1, k0 = it.key0 + j * BN;
       float sc[NA];
       wg::mbar_wait(full_k(s), parity);
-      GS_TL_MARK_AT(tid == 0 && j == 0, it.t, kFirstK);
       wg::fence_proxy_async();
       wg::fence();
       wg_issue_s<C>(sc, q_desc, k_desc, s);
@@ -321,12 +313,9 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
       wg_issue_pv<C>(o, p, v_desc, s);
       wg::wait<0>();
       wg::pin(o);
-      GS_TL_MARK_AT(tid == 0 && j == 0, it.t, kFirstPv);
       release(empty_v(s));
     }
     gtile += it.n_tiles;
-    GS_TL_MARK_AT(tid == 0, it.t, kLoopEnd0);
-    GS_TL_MARK_AT(tid == 128, it.t, kLoopEnd1);
 
     // ---- epilogue ----
 #pragma unroll
@@ -355,11 +344,9 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
           asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
         }
       }
-      GS_TL_MARK_AT(tid == 0, it.t, kEnd);
       continue;
     }
     store_o_direct<HD>(a, o, m_run, l_run, it.place(), it.row0 + r_lo, 0, lane, true);
-    GS_TL_MARK_AT(tid == 0, it.t, kEnd);
   }
   // The staging buffer must stay until the last boxes have read it.
   if (tq == 0) asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");

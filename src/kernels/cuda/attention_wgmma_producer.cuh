@@ -12,7 +12,6 @@
 
 #include "kernels/cuda/attention_cta.cuh"
 #include "kernels/cuda/attention_params.cuh"
-#include "kernels/cuda/attention_timeline.cuh"
 #include "kernels/cuda/attention_wgmma_sync.cuh"
 
 namespace gs::cuda::attn {
@@ -173,7 +172,6 @@ __device__ __forceinline__ void wgmma_produce_kv(const TileArgs& a, const CtaPla
   for (int step = 0; step < n_tiles + (C::kPipelined ? 1 : 0); ++step) {
     if (step < n_tiles) {
       ld.lookup(src, key0 + step * C::kBlockN, cur);
-      GS_TL_MARK(step == 0 && pt == 0, kFirstLookup);
       ld.load(0, step, cta.kvh, paired, cur);
     }
     if constexpr (C::kPipelined) {

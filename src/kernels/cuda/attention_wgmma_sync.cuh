@@ -46,27 +46,6 @@ __device__ __forceinline__ void mbar_init(uint32_t bar, int count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
 }
 __device__ __forceinline__ void mbar_wait(uint32_t bar, int parity) {
-#ifdef GS_ATTN_WAIT_CHECK
-  // Diagnostic builds (cmake -DGEMMASERVE_ATTN_WAIT_CHECK=ON): a wait that has not completed after
-  // ~2 s names its barrier (shared-memory address), phase and thread, then traps, so a protocol
-  // error in a kernel shows where it stopped instead of hanging the test run.
-  const long long t0 = clock64();
-  for (bool said = false;;) {
-    uint32_t done;
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-    if (done) return;
-    if (!said && clock64() - t0 > 4000000000ll) {
-      said = true;
-      printf("mbar_wait stuck: block %d thread %d barrier smem 0x%x parity %d\n", int(blockIdx.x), int(threadIdx.x),
-             bar, parity);
-      __trap();
-    }
-  }
-#endif
   asm volatile(
       "{\n.reg .pred done;\n"
       "WAIT:\n"

@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +21,7 @@
 #include "kernels/cuda/gemm.h"
 #include "kernels/cuda/gemv.h"
 #include "kernels/cuda/host_staging.h"
+#include "kernels/cuda/kernel_policy.h"
 #include "kernels/cuda/launch_util.h"
 #include "kernels/cuda/moe.h"
 #include "kernels/cuda/norms.h"
@@ -35,104 +35,15 @@ namespace {
 
 constexpr size_t kGemmWorkspaceBytes = size_t(32) << 20;
 
-// matmul sends x with at most this many rows to the GEMV (gemv.h) instead of cuBLASLt;
-// GS_GEMV_MAX_M overrides it for A/B runs (0 = cuBLASLt always). Measured on the H200
-// (docs/perf/kernels.md): at M = 1 the GEMV beats cuBLASLt on every E2B projection (o_proj 2.6
-// against 7.6 us, PLE 1.6 against 4.1) and on the big-N ones. At M = 2 it does twice the FMAs a
-// weight byte. In a step (docs/perf/decode.md, 2026-11-26) sending every two-row matmul there
-// took E2B and E4B 11% faster, but 26B-A4B 3% and 31B 11% slower; the weights of those two are
-// wider (2816 and 5376) and one that long keeps the GEMV's FMA pipe busier than its loads. So two
-// rows take it only on weights whose shorter side is at most kGemvTwoRowMaxDim (every weight of
-// E2B and E4B, and none of 31B's; GS_GEMV_M2_MAX_DIM overrides). From 3 rows the GEMV's tensor-core
-// variant takes small weights (below) and cuBLASLt the rest.
-constexpr int kDefaultGemvMaxRows = 2;
-constexpr int64_t kGemvTwoRowMaxDim = 2560;
-
-// The A/B knobs below read their environment variable once: a count, or megabytes as bytes.
-int64_t env_count(const char* name, int64_t fallback) {
-  const char* e = std::getenv(name);
-  return e && *e ? int64_t(std::atoll(e)) : fallback;
-}
-int64_t env_megabytes(const char* name, int64_t fallback_bytes) {
-  const char* e = std::getenv(name);
-  return e && *e ? int64_t(std::atof(e) * (1 << 20)) : fallback_bytes;
-}
-
-int64_t gemv_two_row_max_dim() {
-  static const int64_t v = env_count("GS_GEMV_M2_MAX_DIM", kGemvTwoRowMaxDim);
-  return v;
-}
-
-int gemv_max_rows() {
-  static const int v = int(std::clamp<int64_t>(env_count("GS_GEMV_MAX_M", kDefaultGemvMaxRows), 0, cuda::kGemvMaxRows));
-  return v;
-}
-
-// Which weights the GEMV takes at M = 1: every one, since its K split aims at 8 blocks per SM
-// (gemv.cu). With the split aiming at 2, cuBLASLt streamed 31B's qkv (176 MB), o_proj (88 MB) and
-// down (231 MB, K = 21504) 2-27% faster, because a grid of 2-3 blocks per SM ends in a tail of the
-// SMs that got one more; the finer split took 31B's batch-1 step from 16.82 to 16.46 ms on the
-// H200 (2026-11-25, E2B unchanged at 2.41). GS_GEMV_MAX_MB bounds the weight size for A/B runs
-// (64 with GS_GEMV_MIN_BLOCKS_PER_SM=2 is the earlier routing, bar K <= 4096 weights).
-int64_t gemv_max_weight_bytes() {
-  static const int64_t v = env_megabytes("GS_GEMV_MAX_MB", INT64_MAX);
-  return v;
-}
-bool gemv_shape_wins(int64_t n, int64_t k) { return n * k * 2 <= gemv_max_weight_bytes() || k <= 4096; }
-
-// From 3 to 8 rows the GEMV's tensor-core variant (gemv_mma.cuh) takes weights of at most
-// kGemvMmaMaxBytes with rows of at most kGemvMmaMaxK; the rest stay on cuBLASLt, which streams
-// them faster. In the step on the H200 (2026-11-27, docs/perf/decode.md), ms at 3 / 4 / 8 rows
-// against cuBLASLt for all: E2B 2.77 / 2.80 / 2.80 -> 2.44 / 2.47 / 2.56, E4B 4.24 / 4.27 / 4.37
-// -> 3.86 / 3.90 / 4.05-4.07, 26B-A4B 5.40 / 6.08 / 8.32 -> 5.37 / 6.09 / 8.40 (its shared
-// expert's down projection), 31B unchanged. Bounds from the same runs: E2B's down (18.9 MB,
-// K = 6144) cost 25 us more on this kernel, every weight up to 64 MB 0.2 ms, and 12-16 rows lost
-// (E2B 2.88 -> 2.94 ms at 12, 2.98 -> 3.05-3.08 at 16).
-// GS_GEMV_MMA_MAX_MB (0: cuBLASLt always) and GS_GEMV_MMA_MAX_M override the bounds.
-constexpr int64_t kGemvMmaMaxBytes = int64_t(20) << 20;
-constexpr int64_t kGemvMmaMaxK = 4096;
-constexpr int kGemvMmaMaxRows = 8;
-int64_t gemv_mma_max_bytes() {
-  static const int64_t v = env_megabytes("GS_GEMV_MMA_MAX_MB", kGemvMmaMaxBytes);
-  return v;
-}
-// The fused GeLU forms (gate_up, the PLE gate) at 3-8 rows take the tensor-core variant's
-// epilogues on weights of at most this many bytes (K <= kGemvMmaMaxK too), cuBLASLt and the
-// elementwise kernel otherwise. That is the PLE gates (E2B's step at 3 / 4 / 8 rows 2.44 / 2.48 /
-// 2.57 -> 2.42 / 2.45 / 2.53 ms on the H200, 2026-11-27, E4B even to -1%); E2B's gate_up (37.7 and
-// 75 MB) on it made the step 2.53 / 2.56 / 2.75. GS_GEMV_MMA_FUSED_MAX_MB overrides it (0: never).
-constexpr int64_t kGemvMmaFusedMaxBytes = int64_t(20) << 20;
-int64_t gemv_mma_fused_max_bytes() {
-  static const int64_t v = env_megabytes("GS_GEMV_MMA_FUSED_MAX_MB", kGemvMmaFusedMaxBytes);
-  return v;
-}
-int gemv_mma_max_rows() {
-  static const int v = int(std::clamp<int64_t>(env_count("GS_GEMV_MMA_MAX_M", kGemvMmaMaxRows), 0, cuda::kGemvMaxRows));
-  return v;
-}
-
-// GS_PROFILE_SKIP (benchmarks only): a comma list of op classes left out of every step, so that
-// bench-decode shows what they cost inside a replayed graph, where no profiler sees kernel times
-// (ncu serialises kernels and starts each from a cold L2). The outputs are garbage.
-enum ProfileSkip : unsigned { kSkipAttention = 1, kSkipQkv = 2, kSkipNorm = 4, kSkipMatmul = 8 };
-unsigned profile_skips() {
-  static const unsigned v = [] {
-    const char* e = std::getenv("GS_PROFILE_SKIP");
-    const std::string list = e ? e : "";
-    unsigned m = 0;
-    for (auto [name, bit] : {std::pair{"attention", kSkipAttention}, {"qkv_prepare", kSkipQkv}, {"norm", kSkipNorm},
-                             {"matmul", kSkipMatmul}})
-      if (list.find(name) != std::string::npos) m |= bit;
-    if (m) log::warn("GS_PROFILE_SKIP={}: those ops are left out of every step; outputs are garbage", list);
-    return m;
-  }();
-  return v;
-}
-bool skipped(unsigned bit) { return (profile_skips() & bit) != 0; }
+// The GEMV takes decode-sized matmuls where it streams the weight faster than cuBLASLt; the
+// bounds are the kernel policy's (kernel_policy.h; measurements: docs/kernel-policy.md, "GEMV
+// routing").
+const cuda::GemvPolicy& gemv_policy() { return cuda::kernel_policy().gemv; }
+bool gemv_shape_wins(int64_t n, int64_t k) { return n * k * 2 <= gemv_policy().max_weight_bytes || k <= 4096; }
 
 class CudaBackend final : public Backend {
  public:
-  explicit CudaBackend(int device) : device_(device) {
+  CudaBackend(int device, const cuda::KernelPolicy& policy) : device_(device), policy_(policy) {
     int count = cuda_device_count();
     GS_CHECK(device >= 0 && device < count, "cuda:{} requested, but {} CUDA device(s) are visible", device, count);
     GS_CUDA_CHECK(cudaSetDevice(device));
@@ -145,6 +56,8 @@ class CudaBackend final : public Backend {
     for (cudaEvent_t& e : fences_) GS_CUDA_CHECK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     log::info("cuda backend: {} (sm_{}{}, {} SMs, {:.1f} GiB)", props_.name, props_.major, props_.minor,
               props_.multiProcessorCount, props_.totalGlobalMem / 1073741824.0);
+    cuda::set_kernel_policy(policy_);
+    log::info("{}", cuda::kernel_policy().describe());
   }
 
   ~CudaBackend() override {
@@ -248,7 +161,6 @@ class CudaBackend final : public Backend {
 
   // ---- dense math -------------------------------------------------------------------------------
   void matmul(const Tensor& x, const Tensor& w, const Tensor& out) override {
-    if (skipped(kSkipMatmul)) return;
     cuda::check_matmul(x, w, out);
     const int64_t m = x.rows(), n = w.dim(0), k = x.cols();
     if (gemv_routes(x, w, out))
@@ -259,27 +171,28 @@ class CudaBackend final : public Backend {
   // Decode-sized x on a weight the GEMV's FMA kernel streams faster, in a layout it takes
   // (checked operands).
   static bool gemv_fma_routes(const Tensor& x, const Tensor& w, const Tensor& out) {
-    return x.rows() <= gemv_max_rows() && x.rows() < cuda::kGemvMmaMinRows && gemv_shape_wins(w.dim(0), x.cols()) &&
-           (x.rows() == 1 || std::min(w.dim(0), x.cols()) <= gemv_two_row_max_dim()) &&
+    return x.rows() <= gemv_policy().max_rows && x.rows() < cuda::kGemvMmaMinRows &&
+           gemv_shape_wins(w.dim(0), x.cols()) &&
+           (x.rows() == 1 || std::min(w.dim(0), x.cols()) <= gemv_policy().two_row_max_dim) &&
            cuda::gemv_supported(x.rows(), w.dim(0), x.cols(), out.dtype, x.data, w.data);
   }
   // ... or 3-8 rows on a small weight, which its tensor-core variant takes.
   static bool gemv_mma_routes(const Tensor& x, const Tensor& w, const Tensor& out, int64_t max_bytes) {
     const int64_t m = x.rows();
-    return m >= cuda::kGemvMmaMinRows && m <= gemv_mma_max_rows() && w.dim(0) * x.cols() * 2 <= max_bytes &&
-           x.cols() <= kGemvMmaMaxK && cuda::gemv_supported(m, w.dim(0), x.cols(), out.dtype, x.data, w.data);
+    return m >= cuda::kGemvMmaMinRows && m <= gemv_policy().mma_max_rows && w.dim(0) * x.cols() * 2 <= max_bytes &&
+           x.cols() <= gemv_policy().mma_max_k &&
+           cuda::gemv_supported(m, w.dim(0), x.cols(), out.dtype, x.data, w.data);
   }
   static bool gemv_routes(const Tensor& x, const Tensor& w, const Tensor& out) {
-    return gemv_mma_routes(x, w, out, gemv_mma_max_bytes()) || gemv_fma_routes(x, w, out);
+    return gemv_mma_routes(x, w, out, gemv_policy().mma_max_bytes) || gemv_fma_routes(x, w, out);
   }
   // The fused forms run where the GEMV takes them (its bounds for them above), with bf16
   // activations; otherwise the two ops.
   static bool gemv_takes(const Tensor& x, const Tensor& w, const Tensor& out) {
     return x.dtype == DType::BF16 && w.dtype == DType::BF16 && out.dtype == DType::BF16 &&
-           (gemv_fma_routes(x, w, out) || gemv_mma_routes(x, w, out, gemv_mma_fused_max_bytes()));
+           (gemv_fma_routes(x, w, out) || gemv_mma_routes(x, w, out, gemv_policy().mma_fused_max_bytes));
   }
   void matmul_gelu_mul(const Tensor& x, const Tensor& w, const Tensor& gate_up, const Tensor& out) override {
-    if (skipped(kSkipMatmul)) return;
     cuda::check_matmul(x, w, gate_up);
     GS_CHECK(out.rows() == x.rows() && 2 * out.cols() == w.dim(0) && out.dtype == gate_up.dtype,
              "matmul_gelu_mul: out {} must be [T, I] for weights {}", out.str(), w.str());
@@ -289,7 +202,6 @@ class CudaBackend final : public Backend {
       Backend::matmul_gelu_mul(x, w, gate_up, out);
   }
   void matmul_gelu_mul_pair(const Tensor& x, const Tensor& w, const Tensor& b, const Tensor& out) override {
-    if (skipped(kSkipMatmul)) return;
     cuda::check_matmul(x, w, out);
     GS_CHECK(b.numel() == out.numel() && b.dtype == out.dtype, "matmul_gelu_mul_pair: b {} must match out {}",
              b.str(), out.str());
@@ -302,17 +214,14 @@ class CudaBackend final : public Backend {
     cuda::launch_embedding(table, ids, scale, out, stream_);
   }
   void rms_norm(const Tensor& x, const Tensor* weight, float eps, const Tensor& out) override {
-    if (skipped(kSkipNorm)) return;
     cuda::launch_rms_norm(x, weight, eps, out, stream_);
   }
   void residual_add_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
                          float out_scale) override {
-    if (skipped(kSkipNorm)) return;
     cuda::launch_residual_add_norm(residual, x, weight, eps, out_scale, stream_);
   }
   void residual_add_norm_then_norm(const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
                                    float out_scale, const Tensor& next_weight, const Tensor& next_out) override {
-    if (skipped(kSkipNorm)) return;
     cuda::launch_residual_add_norm(residual, x, weight, eps, out_scale, stream_, &next_weight, &next_out);
   }
   void add(const Tensor& a, const Tensor& b, const Tensor& out) override { cuda::launch_add(a, b, out, stream_); }
@@ -337,13 +246,11 @@ class CudaBackend final : public Backend {
   void qkv_prepare(const Tensor& qkv, QkvLayout layout, const AttentionParams& p, const RopeSpec& rope,
                    const Tensor& q_norm_w, const Tensor* k_norm_w, float eps, const AttentionBatch& batch,
                    KvGroup group, KvPool& pool, int cache_layer, const Tensor& q_out) override {
-    if (skipped(kSkipQkv)) return;
     cuda::launch_qkv_prepare(qkv, layout, p, rope, q_norm_w, k_norm_w, eps, batch, group, pool, cache_layer, q_out,
                              stream_);
   }
   void attention(const Tensor& q, const AttentionBatch& batch, KvGroup group, const KvPool& pool, int cache_layer,
                  const AttentionParams& p, const Tensor& out) override {
-    if (skipped(kSkipAttention)) return;
     size_t ws = cuda::attention_workspace_bytes(batch.num_tokens, batch.num_seqs, p.num_q_heads, p.head_dim);
     void* scratch = scratch_->get(ws, capturing(), "attention");
     // AttentionBatch leaves mm_block undefined when no row is a vision token; the overlay then
@@ -371,7 +278,7 @@ class CudaBackend final : public Backend {
                        const Tensor& down, const Tensor& dense, const Tensor& dense_norm, const Tensor& experts_norm,
                        float eps, const Tensor& experts, const Tensor& out) override {
     auto bf16 = [](const Tensor& t) { return t.dtype == DType::BF16; };
-    if (profile_skips() != 0 || !cuda::moe_sum_supported(x.cols()) || !bf16(out) || !bf16(dense) ||
+    if (!cuda::moe_sum_supported(x.cols()) || !bf16(out) || !bf16(dense) ||
         !bf16(dense_norm) || !bf16(experts_norm)) {
       Backend::moe_experts_sum(x, ids, weights, gate_up, down, dense, dense_norm, experts_norm, eps, experts, out);
       return;
@@ -510,6 +417,7 @@ class CudaBackend final : public Backend {
   }
 
   int device_;
+  cuda::KernelPolicy policy_;
   cudaDeviceProp props_{};
   cudaStream_t stream_ = nullptr;
   std::shared_ptr<cuda::DeviceAllocator> alloc_;
@@ -533,6 +441,8 @@ int cuda_device_count() {
   return n;
 }
 
-std::unique_ptr<Backend> make_cuda_backend(int device) { return std::make_unique<CudaBackend>(device); }
+std::unique_ptr<Backend> make_cuda_backend(int device, const cuda::KernelPolicy& policy) {
+  return std::make_unique<CudaBackend>(device, policy);
+}
 
 }  // namespace gs

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/kernel_policy.h"
 
 namespace gs::cuda {
 
@@ -58,14 +59,10 @@ LtGemm::~LtGemm() {
 }
 
 // Rows up to 64 (decode and small batches: few distinct values, each worth its own tuning) keep
-// their exact count; above, the next power of two. GS_GEMM_EXACT_PLANS=1 asks the heuristic for
-// every row count (A/B runs).
+// their exact count; above, the next power of two. The policy's gemm.exact_plans asks the
+// heuristic for every row count (A/B runs).
 static int64_t row_bucket(int64_t m) {
-  static const bool exact = [] {
-    const char* e = std::getenv("GS_GEMM_EXACT_PLANS");
-    return e && e[0] == '1';
-  }();
-  if (exact || m <= 64) return m;
+  if (kernel_policy().gemm.exact_plans || m <= 64) return m;
   int64_t b = 128;
   while (b < m) b *= 2;
   return b;

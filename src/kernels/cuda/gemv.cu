@@ -10,14 +10,12 @@
 //
 // Before pdl_wait() a lane loads its first kStages chunks of each row into registers (and, with a
 // budget set, lanes 0-3 of a group ask L2 to prefetch more of their row: off by default, see
-// g_l2_budget). That is the point of the kernel under PDL: the previous kernel's tail and this
+// policy()). That is the point of the kernel under PDL: the previous kernel's tail and this
 // kernel's launch overlap its first weight bytes. Then it waits, releases the next kernel and
 // streams the rest.
 #include "kernels/cuda/gemv.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstdlib>
 #include <type_traits>
 
 #include "kernels/cuda/cuda_check.h"
@@ -25,6 +23,7 @@
 #include "kernels/cuda/gemv_device.cuh"
 #include "kernels/cuda/gemv_mma.cuh"
 #include "kernels/cuda/gemv_stream.cuh"
+#include "kernels/cuda/kernel_policy.h"
 #include "kernels/cuda/launch_util.h"
 
 namespace gs::cuda {
@@ -32,13 +31,10 @@ namespace {
 
 using namespace gemv_impl;
 
-// The L2 bulk prefetch before the wait is off by default since 2026-11-27: in the decode step it
-// queued ahead of the small kernels' reads (E2B batch 1 2.00 -> 1.95 ms, E4B 3.33 -> 3.28 without
-// it; H200, docs/perf/decode.md). GS_GEMV_L2_PREFETCH_MB (A/B runs) sets a budget.
-int64_t g_l2_budget = [] {
-  const char* e = std::getenv("GS_GEMV_L2_PREFETCH_MB");
-  return e && *e ? int64_t(std::atof(e) * (1 << 20)) : int64_t(0);
-}();
+// The installed policy's GEMV part: the L2 bulk prefetch before the wait (off by default: in the
+// decode step it queued ahead of the small kernels' reads), the K split, streaming and the
+// tensor-core variant's rows and shape (decision records "GEMV ...", docs/kernel-policy.md).
+const GemvPolicy& policy() { return kernel_policy().gemv; }
 
 // MT: compile-time bound on M (M <= MT; rows m >= M are skipped, never read). kStages: chunks per
 // row each lane has in flight (kRowsPerWarp·kStages·16 B); the host picks 4 only where the grid
@@ -104,27 +100,13 @@ int occupancy(K kernel) {
   return std::max(b, 1);
 }
 
-// gemv_stream_kernel beyond one wave; GS_GEMV_STREAM=0 (A/B runs) or gemv_set_streaming(false)
-// launches the waves instead.
-bool g_streaming = [] {
-  const char* e = std::getenv("GS_GEMV_STREAM");
-  return !(e && e[0] == '0');
-}();
-
-int min_blocks_per_sm() {
-  static const int v = [] {
-    const char* e = std::getenv("GS_GEMV_MIN_BLOCKS_PER_SM");
-    return e && *e ? std::max(1, std::atoi(e)) : 8;
-  }();
-  return v;
-}
-
 // Bytes of each weight row a block asks L2 to prefetch before its wait: the budget spread over the
 // rows whose blocks can be resident at once (`resident_rows`, capped at N), 16-byte multiples.
 uint32_t l2_prefetch_per_row(int64_t N, int64_t K, int64_t resident_rows) {
-  if (g_l2_budget <= 0) return 0;
+  const int64_t budget = policy().l2_prefetch_bytes;
+  if (budget <= 0) return 0;
   const int64_t rows = std::max<int64_t>(std::min<int64_t>(N, resident_rows), 1);
-  return uint32_t(std::min<int64_t>(K * 2, g_l2_budget / rows) & ~int64_t(15));
+  return uint32_t(std::min<int64_t>(K * 2, budget / rows) & ~int64_t(15));
 }
 
 // N: weight rows (2I for GeluMul).
@@ -137,14 +119,15 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
   // lane keeps two chunks per row. 8 keeps the tail short on big weights: aiming at 2, 31B's o_proj
   // (336 blocks on 132 SMs) ran as 2-3 blocks per SM and lost to cuBLASLt; at 8 the whole 31B
   // batch-1 step went 16.82 -> 16.46 ms and E2B's stayed at 2.41 (H200, 2026-11-25; in the
-  // standalone bench, 16 warps per SM had made E2B's qkv alone 3.2 -> 4.2 us).
-  // GS_GEMV_MIN_BLOCKS_PER_SM for A/B runs.
+  // standalone bench, 16 warps per SM had made E2B's qkv alone 3.2 -> 4.2 us). The policy's
+  // min_blocks_per_sm (default 8).
+  const int min_blocks_per_sm = policy().min_blocks_per_sm;
   int ks = 1;
   auto blocks_for = [&](int k_split) {
     const int rows_per_block = (kWarps / k_split) * kRowsPerWarp;
     return (N + rows_per_block - 1) / rows_per_block;
   };
-  while (ks < kWarps && blocks_for(ks) < min_blocks_per_sm() * sms && C >= 32 * (2 * ks) * 2) ks *= 2;
+  while (ks < kWarps && blocks_for(ks) < min_blocks_per_sm * sms && C >= 32 * (2 * ks) * 2) ks *= 2;
   const int blocks = blocks_for(ks);
   // 4 stages in flight only when the whole grid is resident at once with them: measured on the
   // H200, 4 stages took E2B's down from 7.2 to 6.1 us (one wave either way) but its gate_up from
@@ -167,7 +150,7 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
     constexpr int kStreamLongRowK = 4096;
     static const int occ_stream = occupancy(gemv_stream_kernel<MT, 2, OutT, E>);
     static const int occ_long = occupancy(gemv_stream_kernel<MT, 2, OutT, E, 6>);
-    if (!deep && blocks > occ2 * sms && g_streaming) {
+    if (!deep && blocks > occ2 * sms && policy().streaming) {
       const bool long_rows = K >= kStreamLongRowK;
       const int occ = long_rows ? occ_long : occ_stream;
       const int units_per_group = (blocks + occ * sms - 1) / (occ * sms);
@@ -181,28 +164,9 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
   launch_pdl("gemv_kernel", kernel, dim3(blocks), dim3(kThreads), 0, stream, x, w, out, M, N, K, ks, pf, aux);
 }
 
-// From kGemvMmaMinRows rows the tensor-core variant runs (the backend sends it only small weights
-// at those sizes, where it beats cuBLASLt: cuda_backend.cpp).
-int g_mma_min_rows = kGemvMmaMinRows;
-
-// The mma variant's shape: stages in each warp's shared-memory ring, n8 tiles per warp, and the
-// warps per SM below which K is split. 3,1,16 was the best all-round of those tried (H200,
-// 2026-11-27, docs/perf/decode.md); GS_GEMV_MMA="STAGES,TILES,WARPS_PER_SM" for A/B runs.
-struct MmaShape {
-  int stages = 3, tiles = 1, warps_per_sm = 16;
-};
-MmaShape sanitized(MmaShape v) {
-  if (v.stages < 2 || v.stages > 4) v.stages = 3;
-  if (v.tiles != 1 && v.tiles != 2) v.tiles = 1;
-  v.warps_per_sm = std::max(1, v.warps_per_sm);
-  return v;
-}
-MmaShape g_mma_shape = [] {
-  MmaShape v;
-  if (const char* e = std::getenv("GS_GEMV_MMA")) std::sscanf(e, "%d,%d,%d", &v.stages, &v.tiles, &v.warps_per_sm);
-  return sanitized(v);
-}();
-
+// The mma variant's shape (policy().mma_shape): stages in each warp's shared-memory ring, n8
+// tiles per warp, and the warps per SM below which K is split. 3,1,16 was the best all-round of
+// those tried (decision record "GEMV tensor-core shape", docs/kernel-policy.md).
 template <bool kHigh, int kStages, int kTiles, typename OutT, Epi E>
 void launch_mma_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, const bf16* aux,
                   cudaStream_t stream) {
@@ -220,7 +184,7 @@ void launch_mma_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, 
   };
   // As for the FMA kernel: split K in the block while there are fewer warps per SM than the
   // shape asks and every warp keeps at least two stages.
-  while (ks < kWarps && blocks_for(ks) * kWarps < g_mma_shape.warps_per_sm * sms &&
+  while (ks < kWarps && blocks_for(ks) * kWarps < policy().mma_shape.warps_per_sm * sms &&
          C >= kMmaStageChunks * (2 * ks) * 2)
     ks *= 2;
   launch_pdl("gemv_mma_kernel", kernel, dim3(blocks_for(ks)), dim3(kThreads), smem, stream, x, w, out, M, N, K, ks,
@@ -230,7 +194,7 @@ void launch_mma_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, 
 // N: weight rows (2I for GeluMul, which always pairs two tiles).
 template <typename OutT, Epi E>
 void launch_mma(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, const bf16* aux, cudaStream_t stream) {
-  const MmaShape& s = g_mma_shape;
+  const GemvMmaShape& s = policy().mma_shape;
   auto by_stages = [&](auto high, auto tiles) {
     constexpr bool H = decltype(high)::value;
     constexpr int T = decltype(tiles)::value;
@@ -248,7 +212,7 @@ void launch_mma(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, co
   else by_tiles(std::false_type{});
 }
 
-// The FMA kernel at the smallest compile-time row bound MT >= M (below g_mma_min_rows rows).
+// The FMA kernel at the smallest compile-time row bound MT >= M (below policy().mma_min_rows rows).
 template <typename OutT, Epi E>
 void launch_fma(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, const bf16* aux, cudaStream_t stream) {
   if (M <= 1) launch_t<1, OutT, E>(x, w, out, M, N, K, stream, aux);
@@ -260,7 +224,7 @@ void launch_fma(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, co
 
 template <typename OutT, Epi E>
 void dispatch_m(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, const bf16* aux, cudaStream_t stream) {
-  if (M >= g_mma_min_rows) launch_mma<OutT, E>(x, w, out, M, N, K, aux, stream);
+  if (M >= policy().mma_min_rows) launch_mma<OutT, E>(x, w, out, M, N, K, aux, stream);
   else launch_fma<OutT, E>(x, w, out, M, N, K, aux, stream);
 }
 
@@ -300,12 +264,5 @@ void launch_gemv_gelu_mul_aux(const void* x, const void* w, const void* aux, voi
                                     static_cast<bf16*>(out), int(m), int(n), int(k), static_cast<const bf16*>(aux),
                                     stream);
 }
-
-void gemv_set_l2_prefetch_budget(int64_t bytes) { g_l2_budget = bytes; }
-void gemv_set_mma_min_rows(int m) { g_mma_min_rows = m; }
-void gemv_set_mma_shape(int stages, int tiles, int warps_per_sm) {
-  g_mma_shape = sanitized({stages, tiles, warps_per_sm});
-}
-void gemv_set_streaming(bool on) { g_streaming = on; }
 
 }  // namespace gs::cuda

@@ -17,8 +17,8 @@
 
 namespace gs::cuda {
 
-// The largest M the GEMV takes. The cuda backend sends it only M <= GS_GEMV_MAX_M (default 1) and
-// the weights it measured faster on (cuda_backend.cpp); everything else goes to cuBLASLt.
+// The largest M the GEMV takes. The cuda backend sends it only the row counts and weights the
+// kernel policy's `gemv` bounds name (cuda_backend.cpp); everything else goes to cuBLASLt.
 constexpr int kGemvMaxRows = 16;
 // Rows from which launch_gemv runs the tensor-core variant (gemv_mma.cuh) instead of the FMA one.
 constexpr int kGemvMmaMinRows = 3;
@@ -44,18 +44,7 @@ void launch_gemv_gelu_mul(const void* x, const void* w, void* out, int64_t m, in
 void launch_gemv_gelu_mul_aux(const void* x, const void* w, const void* aux, void* out, int64_t m, int64_t n,
                               int64_t k, cudaStream_t stream);
 
-// Knobs for benchmarks only (the defaults are what the backend runs): the bytes of each weight
-// row the block asks L2 to prefetch before its wait (cp.async.bulk.prefetch), as a total budget
-// over the blocks resident at once; 0 (the default since 2026-11-27) turns the L2 prefetch off.
-void gemv_set_l2_prefetch_budget(int64_t bytes);
-// M from which the tensor-core variant runs instead of the FMA one (default kGemvMmaMinRows;
-// kGemvMaxRows + 1: never).
-void gemv_set_mma_min_rows(int m);
-// The tensor-core variant's shape: shared-memory stages per warp (2-4), n8 tiles per warp (1 or 2),
-// and the warps per SM below which it splits K (default 3, 1, 16).
-void gemv_set_mma_shape(int stages, int tiles, int warps_per_sm);
-// Whether one- and two-row weights too big for one wave of blocks stream through a grid of at most
-// one wave (default, unless GS_GEMV_STREAM=0) or run in waves. Both give the same bits.
-void gemv_set_streaming(bool on);
+// The kernel shape (tensor-core rows and shape, K split, streaming, L2 prefetch) follows the
+// installed kernel policy's `gemv` part (kernel_policy.h); every shape gives the same bits.
 
 }  // namespace gs::cuda

@@ -195,14 +195,8 @@ void launch_tile(const GroupedGemmArgs& args, bool gelu_mul, cudaStream_t stream
   launch_pdl("grouped_gemm_mma", kernel, grid, dim3(L::kThreads), size_t(L::kSmemBytes), stream, args);
 }
 
-// GS_MOE_MMA64_BN (A/B runs): weight rows per 64-row tile, 64 or 128.
-int mma64_bn() {
-  static const int v = [] {
-    const char* e = std::getenv("GS_MOE_MMA64_BN");
-    return e && std::atoi(e) == 64 ? 64 : 128;
-  }();
-  return v;
-}
+// Weight rows per 64-row tile, 64 or 128 (the policy's moe.mma64_bn; A/B runs).
+int mma64_bn() { return kernel_policy().moe.mma64_bn; }
 
 }  // namespace
 

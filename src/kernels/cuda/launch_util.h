@@ -13,6 +13,7 @@
 
 #include "core/tensor.h"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/kernel_policy.h"
 
 namespace gs::cuda {
 
@@ -128,25 +129,23 @@ __device__ __forceinline__ void pdl_enter() {
 // Rows of the step being enqueued, from Backend::set_step_rows() (0: unknown). One thread drives a
 // backend's stream, so the hint is per thread.
 inline thread_local int pdl_step_rows = 0;
-constexpr int kPdlMaxStepRows = 8;
 
-// Whether launch_pdl() sets the PDL attribute. By default for steps of up to kPdlMaxStepRows rows.
-// Measured on the H200 (docs/perf/decode.md): at batch 1, where the GEMV loads weights before its
-// wait, E2B went 3.03 -> 2.84 ms/step (2026-11-24); at batch 2-8 it now saves 0.7-3% on every
-// shape (since the attention and norm kernels also do work before their wait; on 11-24 it had
-// cost 2-7% at batch 8), while from 16 rows on it is mixed and costs up to 1.7% (31B at 32).
-// GS_PDL=1 / GS_PDL=0 force it on / off for every step (A/B runs). Needs sm_90.
+// Whether launch_pdl() sets the PDL attribute: on sm_90 devices, for the steps the policy names
+// (by default those of 1-8 rows; decision record "PDL rows", docs/kernel-policy.md).
 inline bool pdl_enabled() {
-  static const int mode = [] {  // 1 on, 0 off, -1 by step rows
+  static const bool sm90 = [] {
     int dev = 0, major = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess) return 0;
-    if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) != cudaSuccess || major < 9) return 0;
-    const char* e = std::getenv("GS_PDL");
-    if (e && e[0] == '1') return 1;
-    if (e && e[0] == '0') return 0;
-    return -1;
+    if (cudaGetDevice(&dev) != cudaSuccess) return false;
+    return cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9;
   }();
-  return mode == 1 || (mode == -1 && pdl_step_rows >= 1 && pdl_step_rows <= kPdlMaxStepRows);
+  if (!sm90) return false;
+  const PdlPolicy& p = kernel_policy().pdl;
+  switch (p.mode) {
+    case PdlMode::Always: return true;
+    case PdlMode::Never: return false;
+    case PdlMode::ByStepRows: break;
+  }
+  return pdl_step_rows >= 1 && pdl_step_rows <= p.max_step_rows;
 }
 
 // kernel<<<grid, block, smem, stream>>>(args...) with the programmatic-stream-serialization

@@ -22,7 +22,7 @@ void launch_moe_route(const Tensor& r, const Tensor& router_scale, const Tensor&
 
 // Up to this many routed rows (T·k: up to four tokens' experts) the experts run as FMA GEMVs over
 // each active expert's weights (moe_gemv.cu); above it as a grouped tensor-core GEMM in 16-row
-// tiles (grouped_gemm_mma.cu). GS_MOE_GEMV_MAX_ROWS overrides it (A/B runs). Measured on an
+// tiles (grouped_gemm_mma.cu). The kernel policy's moe.gemv_max_rows overrides it. Measured on an
 // H200 with 26B-A4B's shapes (2026-11-26, docs/perf/kernels.md and decode.md): `bench-kernels
 // --only moe` gives the GEMV path 42 us at 1 token against 56; from 8 tokens the 16-row GEMM wins
 // (8: 173 against 185 us; 64: 389 against 629; 128: 398 against 781 for the 64-row grouped GEMM;
@@ -35,10 +35,9 @@ constexpr int64_t kMoeGemvMaxRows = 32;
 // 512 (32) 0.553 against 0.441, 1024 (64) 0.886 against 0.583, 4096 (256) 3.19 against 1.87.
 constexpr int64_t kMoeMma16MaxRowsPerExpert = 16;
 
-// Forces the experts' path: "gemv", "mma16", "mma64" (grouped_gemm_mma.cu in 16- or 64-row tiles)
-// or "" (by the limits above). GS_MOE_PATH sets it at start; tests and A/B runs call this. "gemv"
-// applies only where its shared memory fits.
-void moe_force_path(const char* path);
+// The kernel policy's moe.path forces the experts' kernels (the GEMV, or grouped_gemm_mma.cu in
+// 16- or 64-row tiles); Auto chooses by the limits above. A forced GEMV applies only where its
+// shared memory fits.
 
 // The rest of an MoE layer's sum (Backend::moe_experts_sum), done by the experts' combine when
 // given to launch_moe_experts: out = rms_norm(dense)·dense_norm + rms_norm(experts)·experts_norm,

@@ -10,6 +10,7 @@
 
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/grouped_gemm.h"
+#include "kernels/cuda/kernel_policy.h"
 #include "kernels/cuda/launch_util.h"
 #include "kernels/cuda/moe.h"
 #include "kernels/cuda/moe_combine.cuh"
@@ -97,15 +98,9 @@ __global__ void scatter_kernel(const int* __restrict__ ids, int64_t n, int E, in
   }
 }
 
-// The routed-row limit of the GEMV path: kMoeGemvMaxRows unless GS_MOE_GEMV_MAX_ROWS says otherwise
-// (A/B runs); read once per process.
-int64_t gemv_max_rows() {
-  static const int64_t v = [] {
-    const char* e = std::getenv("GS_MOE_GEMV_MAX_ROWS");
-    return e && *e ? std::atoll(e) : kMoeGemvMaxRows;
-  }();
-  return v;
-}
+// The routed-row limit of the GEMV path: the policy's moe.gemv_max_rows (kMoeGemvMaxRows by default).
+static_assert(MoePolicy{}.gemv_max_rows == kMoeGemvMaxRows, "the policy's default is the measured limit");
+int64_t gemv_max_rows() { return kernel_policy().moe.gemv_max_rows; }
 
 // The GEMV path holds up to kRows (8) routed rows of x (bf16) and of the activation (f32) in
 // shared memory; shapes too wide for that take a grouped path at any T.
@@ -114,26 +109,21 @@ bool gemv_fits(int64_t T, int64_t k, int64_t H, int64_t I) {
   return rows * H * 2 <= 160 * 1024 && rows * I * 4 <= 160 * 1024;
 }
 
-// Which kernels multiply (moe.h, kMoeGemvMaxRows, kMoeMma16MaxRowsPerExpert and moe_force_path).
-enum class Path { Auto, Gemv, Mma16, Mma64 };
-Path path_named(const char* name) {
-  const std::string n = name ? name : "";
-  return n == "gemv" ? Path::Gemv : n == "mma16" ? Path::Mma16 : n == "mma64" ? Path::Mma64 : Path::Auto;
-}
-Path g_forced = path_named(std::getenv("GS_MOE_PATH"));
+// Which kernels multiply (moe.h, kMoeGemvMaxRows, kMoeMma16MaxRowsPerExpert and the policy's
+// moe.path).
+using Path = MoePath;
 
 Path pick_path(int64_t T, int64_t k, int64_t E, int64_t H, int64_t I) {
   const bool fits = gemv_fits(T, k, H, I);
-  if (g_forced == Path::Gemv && fits) return Path::Gemv;
-  if (g_forced != Path::Auto && g_forced != Path::Gemv) return g_forced;
+  const Path forced = kernel_policy().moe.path;
+  if (forced == Path::Gemv && fits) return Path::Gemv;
+  if (forced != Path::Auto && forced != Path::Gemv) return forced;
   if (T * k <= gemv_max_rows() && fits) return Path::Gemv;
   return T * k <= kMoeMma16MaxRowsPerExpert * E ? Path::Mma16 : Path::Mma64;
 }
 int tile_rows(Path p) { return p == Path::Mma16 ? 16 : 64; }
 
 }  // namespace
-
-void moe_force_path(const char* path) { g_forced = path_named(path); }
 
 size_t moe_experts_scratch_bytes(int64_t T, int64_t k, int64_t E, int64_t H, int64_t I) {
   const Path path = pick_path(T, k, E, H, I);

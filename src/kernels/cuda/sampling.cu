@@ -318,23 +318,14 @@ __global__ void apply_penalties_kernel(float* logits, int64_t V, const PenaltyEn
   if (i < n) logits[int64_t(e[i].row) * V + e[i].token] -= e[i].delta;
 }
 
-// GS_SAMPLE_WINDOW=0 selects over whole rows, as before the window (A/B runs, bench-kernels).
-bool window_enabled() {
-  static const bool on = [] {
-    const char* e = std::getenv("GS_SAMPLE_WINDOW");
-    return !(e && std::string(e) == "0");
-  }();
-  return on;
-}
+// The policy's sampling.window off selects over whole rows, as before the window (A/B runs).
+bool window_enabled() { return kernel_policy().sampling.window; }
 
 // CTAs per row of sample_kernel: a cluster of up to 8 when the rows leave SMs idle (sm_90; the
-// window's passes split over them, sampling_window.cuh), else 1. GS_SAMPLE_TEAM=N forces N (1, 2,
-// 4 or 8; A/B runs).
+// window's passes split over them, sampling_window.cuh), else 1. The policy's sampling.team
+// forces 1, 2, 4 or 8 (A/B runs and tests).
 int sample_team_size(int rows) {
-  // Read at every launch (a host-side getenv per step), so tests can cover every size in one run.
-  const char* e = std::getenv("GS_SAMPLE_TEAM");
-  const int n_env = e ? std::atoi(e) : 0;
-  const int forced = n_env == 1 || n_env == 2 || n_env == 4 || n_env == 8 ? n_env : 0;
+  const int forced = kernel_policy().sampling.team;
   if (compute_capability_major() < 9 || !window_enabled()) return 1;
   if (forced) return forced;
   const int per_row = sm_count() / std::max(rows, 1);
