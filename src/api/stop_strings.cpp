@@ -4,11 +4,12 @@
 
 namespace gs::api {
 
-StopStringMatcher::StopStringMatcher(std::vector<std::string> stops) : stops_(std::move(stops)) {
+StopStringMatcher::StopStringMatcher(std::vector<std::string> stops, bool include_stop)
+    : stops_(std::move(stops)), include_stop_(include_stop) {
   std::erase_if(stops_, [](const std::string& s) { return s.empty(); });
 }
 
-StopStringMatcher::Result StopStringMatcher::push(std::string_view piece) {
+StopStringMatcher::Result StopStringMatcher::push(std::string_view piece, bool may_stop) {
   Result r;
   if (stopped_) return r;
   if (stops_.empty()) {
@@ -16,17 +17,20 @@ StopStringMatcher::Result StopStringMatcher::push(std::string_view piece) {
     return r;
   }
   held_.append(piece);
+  if (!may_stop) no_stop_before_ = held_.size();
   // The stop string that is completed first wins (at the same end, the longer one): that is the
   // only rule a stream can follow without waiting, so streamed and whole-text results agree.
   size_t cut = std::string::npos, cut_end = std::string::npos;
   for (const auto& s : stops_) {
-    size_t pos = held_.find(s);
+    // The first occurrence that ends past the text pushed before min_tokens.
+    const size_t from = no_stop_before_ >= s.size() ? no_stop_before_ - s.size() + 1 : 0;
+    size_t pos = held_.find(s, from);
     if (pos == std::string::npos) continue;
     size_t end = pos + s.size();
     if (end < cut_end || (end == cut_end && pos < cut)) cut = pos, cut_end = end;
   }
   if (cut != std::string::npos) {
-    r.text = held_.substr(0, cut);
+    r.text = held_.substr(0, include_stop_ ? cut_end : cut);
     r.stopped = stopped_ = true;
     held_.clear();
     return r;
@@ -43,8 +47,10 @@ StopStringMatcher::Result StopStringMatcher::push(std::string_view piece) {
       }
     }
   }
-  r.text = held_.substr(0, held_.size() - keep);
-  held_.erase(0, held_.size() - keep);
+  const size_t emitted = held_.size() - keep;
+  r.text = held_.substr(0, emitted);
+  held_.erase(0, emitted);
+  no_stop_before_ = no_stop_before_ > emitted ? no_stop_before_ - emitted : 0;
   return r;
 }
 

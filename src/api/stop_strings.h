@@ -1,7 +1,11 @@
 // Stop strings on streamed text. Text that could still become the start of a stop string is held
 // back until the next piece decides it, so a stream never shows text that a later stop string
-// would cut; the stop string itself is never part of the output. When stop strings overlap, the
-// one completed first in the text wins (as when checking after every token).
+// would cut; the stop string itself is part of the output only with include_stop_str_in_output.
+// When stop strings overlap, the one completed first in the text wins (as when checking after
+// every token).
+//
+// min_tokens (vLLM): text pushed with may_stop = false cannot end the output; a stop string only
+// counts when it ends in text pushed with may_stop = true (it may begin earlier).
 #pragma once
 #include <string>
 #include <string_view>
@@ -11,14 +15,14 @@ namespace gs::api {
 
 class StopStringMatcher {
  public:
-  explicit StopStringMatcher(std::vector<std::string> stops);
+  explicit StopStringMatcher(std::vector<std::string> stops, bool include_stop = false);
 
   struct Result {
     std::string text;      // safe to emit now
-    bool stopped = false;  // a stop string matched; `text` ends right before it
+    bool stopped = false;  // a stop string matched; `text` ends right before it (or with it, when included)
   };
   // Feeds the next piece of text. After a stop, further pieces are ignored.
-  Result push(std::string_view piece);
+  Result push(std::string_view piece, bool may_stop = true);
   // Releases whatever is held back (the output ended without a stop string).
   std::string flush();
   bool stopped() const { return stopped_; }
@@ -26,7 +30,9 @@ class StopStringMatcher {
 
  private:
   std::vector<std::string> stops_;
+  bool include_stop_ = false;
   std::string held_;
+  size_t no_stop_before_ = 0;  // no match may end within held_'s first bytes (pushed before min_tokens)
   bool stopped_ = false;
 };
 
