@@ -49,10 +49,9 @@ TEST(SamplingFields, ParsedWithTheirDefaults) {
   EXPECT_EQ(d.min_tokens, 0);
   EXPECT_FALSE(d.include_stop_str_in_output);
   EXPECT_TRUE(d.logit_bias.empty());
-  OpenAIRequest r = parse_chat_request(chat_body({{"repetition_penalty", 1.3},
-                                                  {"min_tokens", 4},
-                                                  {"include_stop_str_in_output", true},
-                                                  {"logit_bias", {{"17", 5}, {"3", -100}, {"017", 2.5}}}}));
+  RequestJson body = chat_body({{"repetition_penalty", 1.3}, {"min_tokens", 4}, {"include_stop_str_in_output", true}});
+  body["logit_bias"] = RequestJson::parse(R"({"17": 5, "3": -100, "017": 2.5})");  // in this order
+  OpenAIRequest r = parse_chat_request(body);
   EXPECT_DOUBLE_EQ(r.repetition_penalty, 1.3);
   EXPECT_EQ(r.min_tokens, 4);
   EXPECT_TRUE(r.include_stop_str_in_output);
