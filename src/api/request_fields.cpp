@@ -71,17 +71,20 @@ void check_no_effect_fields(const FieldReader& f, Endpoint endpoint) {
   f.object("prediction");  // predicted outputs only speed up OpenAI's decoding; the text is the same
 }
 
-void note_unknown_fields(const RequestJson& body, Endpoint endpoint) {
+std::vector<std::string> note_unknown_fields(const RequestJson& body, Endpoint endpoint) {
   static std::mutex mu;
   static std::set<std::string, std::less<>> logged;
+  std::vector<std::string> now;
   for (auto it = body.begin(); it != body.end(); ++it) {
     if (is_known_field(it.key(), endpoint)) continue;
     std::lock_guard<std::mutex> lock(mu);
     // Bounded: a client sending random names must not grow the set without end.
     if (logged.size() >= 1024 || !logged.insert(it.key()).second) continue;
-    log::warn("request field '{}' is not known to this server; it is ignored (logged once per field name)",
+    log::warn("request field {} is not known to this server; it is ignored (logged once per field name)",
               brief(RequestJson(it.key())));
+    now.push_back(it.key());
   }
+  return now;
 }
 
 }  // namespace gs::api

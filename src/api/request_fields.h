@@ -6,6 +6,7 @@
 // for the life of the process (so a client's typo shows in the log without flooding it).
 #pragma once
 #include <string>
+#include <vector>
 
 #include "api/openai_request.h"
 
@@ -17,8 +18,9 @@ class FieldReader;
 // still a 400, as OpenAI answers.
 void check_no_effect_fields(const FieldReader& f, Endpoint endpoint);
 
-// Logs, once per name and process, each top-level field of `body` that `endpoint` does not know.
-void note_unknown_fields(const RequestJson& body, Endpoint endpoint);
+// Logs, once per name and process, each top-level field of `body` that `endpoint` does not know;
+// returns the names logged by this call.
+std::vector<std::string> note_unknown_fields(const RequestJson& body, Endpoint endpoint);
 
 // Whether `name` is a field of `endpoint`'s request schema (OpenAI's or vLLM's).
 bool is_known_field(const std::string& name, Endpoint endpoint);
