@@ -97,7 +97,6 @@ void refuse_unsupported(const FieldReader& f, Endpoint endpoint) {
     refuse_if("continue_final_message", true, "the prompt always ends with the generation prompt");
     refuse_if("add_generation_prompt", false, "the prompt always ends with the generation prompt");
   }
-  f.boolean("spaces_between_special_tokens");  // no effect: this tokenizer's decoder joins pieces as they are
 }
 
 // logit_bias: {"token id": bias}, as OpenAI and vLLM take it. Ids are checked against the

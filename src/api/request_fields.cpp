@@ -60,6 +60,8 @@ void check_no_effect_fields(const FieldReader& f, Endpoint endpoint) {
   f.string("user");
   f.integer("priority", INT32_MIN, INT32_MAX);  // scheduling order, never the tokens
   f.string("request_id");
+  // The tokenizer's decoder joins pieces as they are, as vLLM's fast-tokenizer path does.
+  f.boolean("spaces_between_special_tokens");
   if (endpoint != Endpoint::ChatCompletions) return;
   f.object("metadata");
   f.boolean("store");
