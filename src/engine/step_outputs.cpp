@@ -79,13 +79,10 @@ LogitAdjustRow StepOutputs::logit_adjustments(Sequence& s) {
     }
   }
   if (repetition && !s.prompt_set_ids.empty()) {
-    if (backend) {
-      // Uploaded at the sequence's first sampled step and kept: the prompt does not change.
-      if (!s.prompt_set.defined()) s.prompt_set = backend->upload_token_set(s.prompt_set_ids);
-      row.prompt_set = s.prompt_set;
-    } else {
-      for (int t : s.prompt_set_ids) entry(t).repeated = true;
-    }
+    GS_CHECK(backend, "engine: '{}' has a repetition penalty but no backend holds its prompt set", s.req.id);
+    // Uploaded at the sequence's first sampled step and kept: the prompt does not change.
+    if (!s.prompt_set.defined()) s.prompt_set = backend->upload_token_set(s.prompt_set_ids);
+    row.prompt_set = s.prompt_set;
   }
   return row;
 }

@@ -14,9 +14,7 @@ namespace gs {
 struct StepOutputs {
   std::vector<int> eos_ids;  // stop unless ignore_eos
   int max_model_len = 0;
-  // Uploads the repetition penalty's prompt sets (once per sequence); null: they go in the rows'
-  // token lists instead, every step.
-  Backend* backend = nullptr;
+  Backend* backend = nullptr;  // holds the repetition penalty's prompt sets (one upload per sequence)
 
   // Counters of the last apply().
   int last_generated = 0;
