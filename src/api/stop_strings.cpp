@@ -30,9 +30,20 @@ StopStringMatcher::Result StopStringMatcher::push(std::string_view piece, bool m
     if (end < cut_end || (end == cut_end && pos < cut)) cut = pos, cut_end = end;
   }
   if (cut != std::string::npos) {
-    r.text = held_.substr(0, include_stop_ ? cut_end : cut);
+    r.text = include_stop_ ? held_.substr(emitted_, cut_end - emitted_) : held_.substr(0, cut);
     r.stopped = stopped_ = true;
     held_.clear();
+    emitted_ = 0;
+    return r;
+  }
+  if (include_stop_) {
+    // Nothing is cut, so nothing waits: emit it all and keep only enough text behind to
+    // complete a stop string that has begun.
+    r.text = held_.substr(emitted_);
+    size_t longest = 0;
+    for (const auto& s : stops_) longest = std::max(longest, s.size());
+    drop_front(held_.size() - std::min(held_.size(), longest - 1));
+    emitted_ = held_.size();
     return r;
   }
   // Hold back the longest tail of the buffer that is a proper prefix of some stop string. It
@@ -47,17 +58,21 @@ StopStringMatcher::Result StopStringMatcher::push(std::string_view piece, bool m
       }
     }
   }
-  const size_t emitted = held_.size() - keep;
-  r.text = held_.substr(0, emitted);
-  held_.erase(0, emitted);
-  no_stop_before_ = no_stop_before_ > emitted ? no_stop_before_ - emitted : 0;
+  r.text = held_.substr(0, held_.size() - keep);
+  drop_front(held_.size() - keep);
   return r;
 }
 
+void StopStringMatcher::drop_front(size_t n) {
+  held_.erase(0, n);
+  no_stop_before_ = no_stop_before_ > n ? no_stop_before_ - n : 0;
+}
+
 std::string StopStringMatcher::flush() {
-  std::string out;
-  out.swap(held_);
-  return stopped_ ? std::string() : out;
+  std::string out = stopped_ ? std::string() : held_.substr(emitted_);
+  held_.clear();
+  emitted_ = 0;
+  return out;
 }
 
 }  // namespace gs::api

@@ -1,6 +1,7 @@
 // Stop strings on streamed text. Text that could still become the start of a stop string is held
 // back until the next piece decides it, so a stream never shows text that a later stop string
-// would cut; the stop string itself is part of the output only with include_stop_str_in_output.
+// would cut; the stop string itself is not part of the output. With include_stop_str_in_output it
+// is, and then nothing needs holding back (text before a stop string is shown either way).
 // When stop strings overlap, the one completed first in the text wins (as when checking after
 // every token).
 //
@@ -26,12 +27,15 @@ class StopStringMatcher {
   // Releases whatever is held back (the output ended without a stop string).
   std::string flush();
   bool stopped() const { return stopped_; }
-  size_t held_bytes() const { return held_.size(); }
+  size_t held_bytes() const { return held_.size() - emitted_; }
 
  private:
   std::vector<std::string> stops_;
   bool include_stop_ = false;
+  void drop_front(size_t n);  // forgets held_'s first n bytes
+
   std::string held_;
+  size_t emitted_ = 0;         // with include_stop_: held_'s first bytes, already returned (kept to match across pieces)
   size_t no_stop_before_ = 0;  // no match may end within held_'s first bytes (pushed before min_tokens)
   bool stopped_ = false;
 };

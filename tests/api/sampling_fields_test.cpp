@@ -146,9 +146,11 @@ TEST(SamplingFields, FieldsWithoutEffectAndUnknownFieldsAreAccepted) {
   EXPECT_NO_THROW(parse_chat_request(chat_body({{"temprature", 0.5}, {"x_custom", {1, 2}}})));
   EXPECT_NO_THROW(parse_chat_request(chat_body({{"temprature", 0.7}})));
   // Logged once per name for the process: a name seen before is not logged again.
-  EXPECT_EQ(note_unknown_fields(chat_body({{"temprature", 1}, {"new_unknown_x", 1}}), Endpoint::ChatCompletions),
-            std::vector<std::string>{"new_unknown_x"});
-  EXPECT_TRUE(note_unknown_fields(chat_body({{"new_unknown_x", 2}}), Endpoint::ChatCompletions).empty());
+  static int run = 0;  // the set lives as long as the process: a fresh name per run (--gtest_repeat)
+  const std::string fresh = "unknown_" + std::to_string(++run);
+  EXPECT_EQ(note_unknown_fields(chat_body({{"temprature", 1}, {fresh, 1}}), Endpoint::ChatCompletions),
+            std::vector<std::string>{fresh});
+  EXPECT_TRUE(note_unknown_fields(chat_body({{fresh, 2}}), Endpoint::ChatCompletions).empty());
   EXPECT_NO_THROW(parse_completion_request({{"prompt", "x"}, {"messages_extra", 1}}));
   EXPECT_TRUE(is_known_field("min_tokens", Endpoint::Completions));
   EXPECT_TRUE(is_known_field("reasoning_effort", Endpoint::ChatCompletions));
