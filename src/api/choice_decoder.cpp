@@ -18,7 +18,7 @@ ChoiceDecoder::ChoiceDecoder(std::shared_ptr<const Tokenizer> tok, SpecialMarker
       m_(markers),
       opt_(std::move(opt)),
       detok_(std::make_unique<IncrementalDetokenizer>(tok_, /*skip_special=*/true)),
-      stop_(opt_.stop) {}
+      stop_(opt_.stop, opt_.include_stop) {}
 
 void ChoiceDecoder::route(const std::string& text, ChoiceDelta& d) {
   if (text.empty()) return;
@@ -41,7 +41,7 @@ void ChoiceDecoder::emit_text(const std::string& text, ChoiceDelta& d) {
     header_.clear();
     mode_ = Mode::Reasoning;
   }
-  auto r = stop_.push(t);
+  auto r = stop_.push(t, /*may_stop=*/tokens_ > opt_.min_tokens);
   route(r.text, d);
   d.stopped = r.stopped;
 }
@@ -80,6 +80,7 @@ void ChoiceDecoder::on_marker(int token, ChoiceDelta& d) {
 ChoiceDelta ChoiceDecoder::push(int token) {
   ChoiceDelta d;
   if (stop_.stopped()) return d;
+  ++tokens_;
   // A model whose vocabulary is larger than the tokenizer's (dummy weights with the demo
   // tokenizer) can produce ids with no text: they count as tokens but show nothing.
   if (token < 0 || token >= tok_->vocab_size()) return d;

@@ -6,6 +6,7 @@
 //
 // Stop strings apply to the generated text in order, reasoning included (as vLLM checks them on
 // the raw output before splitting reasoning off); they never span a channel or tool-call marker.
+// As in vLLM, they are looked for only once more than min_tokens tokens were generated.
 #pragma once
 #include <memory>
 #include <optional>
@@ -41,6 +42,8 @@ class ChoiceDecoder {
     bool parse_tool_calls = false; // chat with tools given
     bool skip_special = true;      // other special tokens are dropped (else written as text)
     std::vector<std::string> stop;
+    bool include_stop = false;     // include_stop_str_in_output: the matched stop string stays in the text
+    int min_tokens = 0;            // a stop string counts only in text of the tokens after the first min_tokens
   };
   ChoiceDecoder(std::shared_ptr<const Tokenizer> tok, SpecialMarkers markers, Options opt);
 
@@ -65,6 +68,7 @@ class ChoiceDecoder {
   Mode mode_ = Mode::Content;
   std::string header_;     // channel name line being read
   std::string tool_text_;  // tool call being read
+  int tokens_ = 0;         // pushed so far
 };
 
 }  // namespace gs::api

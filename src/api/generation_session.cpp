@@ -32,6 +32,8 @@ GenerationSession::GenerationSession(EngineClient& engine, const ServingModel& m
   opt.parse_tool_calls = opt.chat && api.tools.is_array() && !api.tools.empty();
   opt.skip_special = api.skip_special_tokens;
   opt.stop = api.stop;
+  opt.include_stop = api.include_stop_str_in_output;
+  opt.min_tokens = api.min_tokens;
   for (auto& pc : req_.choices) {
     auto c = std::make_unique<Choice>(pc, ChoiceDecoder(model_.tokenizer, model_.markers, opt));
     c->channel = c->prepared.request.output;

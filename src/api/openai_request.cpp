@@ -2,9 +2,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "api/api_error.h"
 #include "api/chat_messages.h"
 #include "api/json_fields.h"
+#include "api/request_fields.h"
 
 namespace gs::api {
 
@@ -25,17 +28,15 @@ json parse_json_body(const std::string& body) {
 
 namespace {
 
-// Fields that exist in the OpenAI API but that this server does not implement: refused, never
-// silently ignored, so a client does not get output that ignores what it asked for.
-void refuse_unsupported(const FieldReader& f, const json& body) {
+// Fields that exist in the OpenAI or vLLM API but that this server does not implement: refused
+// when set to anything but their no-op value, never silently ignored, so a client does not get
+// output that ignores what it asked for (docs/api-fields.md says why each one is refused).
+void refuse_unsupported(const FieldReader& f, Endpoint endpoint) {
   if (const json* rf = f.object("response_format")) {
     auto t = rf->find("type");
     if (t == rf->end() || !t->is_string() || *t != "text") {
       throw unsupported("response_format: only {\"type\": \"text\"} is supported (no guided decoding)", "response_format");
     }
-  }
-  if (const json* lb = f.object("logit_bias"); lb && !lb->empty()) {
-    throw unsupported("logit_bias is not supported", "logit_bias");
   }
   if (f.raw("functions") || f.raw("function_call")) {
     throw unsupported("functions/function_call (legacy) are not supported; use tools", "functions");
@@ -47,7 +48,85 @@ void refuse_unsupported(const FieldReader& f, const json& body) {
     }
   }
   if (auto s = f.string("suffix"); s && !s->empty()) throw unsupported("suffix is not supported", "suffix");
-  (void)body;
+  // Set at all: each asks for something this server cannot do.
+  static constexpr std::pair<const char*, const char*> kRefusedWhenSet[] = {
+      {"guided_json", "no guided decoding"},
+      {"guided_regex", "no guided decoding"},
+      {"guided_choice", "no guided decoding"},
+      {"guided_grammar", "no guided decoding"},
+      {"guided_decoding_backend", "no guided decoding"},
+      {"guided_whitespace_pattern", "no guided decoding"},
+      {"structural_tag", "no guided decoding"},
+      {"structured_outputs", "no guided decoding"},
+      {"truncate_prompt_tokens", "prompts are never truncated; a prompt that does not fit is a 400"},
+      {"prompt_logprobs", "use echo with logprobs on /v1/completions"},
+      {"kv_transfer_params", "no disaggregated prefill"},
+      {"prompt_embeds", "prompts are text or token ids"},
+      {"cache_salt", "the prefix cache is shared by all requests"},
+      {"chat_template", "only the model's own chat template is rendered"},
+      {"verbosity", "the model has no verbosity control"},
+      {"web_search_options", "no web search"},
+  };
+  for (auto [name, why] : kRefusedWhenSet)
+    if (f.raw(name)) throw unsupported(fmt::format("{} is not supported ({})", name, why), name);
+  // Non-empty lists and objects.
+  static constexpr std::pair<const char*, const char*> kRefusedWhenNonEmpty[] = {
+      {"allowed_token_ids", "no token allow-lists; logit_bias can favour tokens"},
+      {"bad_words", "no bad-words lists; logit_bias -100 can ban single tokens"},
+      {"logits_processors", "no custom logits processors"},
+      {"vllm_xargs", "no custom logits processors"},
+      {"documents", "no document rendering in the chat template"},
+      {"mm_processor_kwargs", "no multimodal input on this endpoint"},
+  };
+  for (auto [name, why] : kRefusedWhenNonEmpty)
+    if (const json* v = f.raw(name); v && !(v->is_array() || v->is_object() ? v->empty() : false))
+      throw unsupported(fmt::format("{} is not supported ({})", name, why), name);
+  // Booleans refused at their non-default value.
+  auto refuse_if = [&](const char* name, bool refused_value, const char* why) {
+    if (f.boolean(name) == refused_value) throw unsupported(fmt::format("{}: {} is not supported ({})", name,
+                                                                        refused_value ? "true" : "false", why), name);
+  };
+  refuse_if("use_beam_search", true, "no beam search");
+  refuse_if("return_tokens_as_token_ids", true, "logprobs name tokens by their text");
+  refuse_if("return_token_ids", true, "responses carry text");
+  if (auto lp = f.number("length_penalty", -1e9, 1e9); lp && *lp != 1)
+    throw unsupported("length_penalty is not supported (it only acts on beam search, which is not supported)",
+                      "length_penalty");
+  if (endpoint == Endpoint::ChatCompletions) {
+    refuse_if("echo", true, "the last message is not echoed in chat completions");
+    refuse_if("continue_final_message", true, "the prompt always ends with the generation prompt");
+    refuse_if("add_generation_prompt", false, "the prompt always ends with the generation prompt");
+  }
+}
+
+// logit_bias: {"token id": bias}, as OpenAI and vLLM take it. Ids are checked against the
+// vocabulary when the request is prepared.
+std::vector<std::pair<int, float>> parse_logit_bias(const FieldReader& f) {
+  const json* lb = f.object("logit_bias");
+  if (!lb) return {};
+  std::vector<std::pair<int, float>> out;
+  for (auto it = lb->begin(); it != lb->end(); ++it) {
+    const std::string& key = it.key();
+    int64_t id = -1;
+    bool digits = !key.empty() && key.size() <= 10 &&
+                  std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (digits) id = std::stoll(key);
+    if (!digits || id > INT32_MAX) {
+      throw invalid_request(fmt::format("logit_bias: keys must be token ids (non-negative integers as strings), got {}",
+                                        brief(json(key))), "logit_bias");
+    }
+    const json& v = it.value();
+    if (!v.is_number() || !(v.get<double>() >= -kMaxLogitBias && v.get<double>() <= kMaxLogitBias)) {
+      throw invalid_request(fmt::format("logit_bias: the bias of token {} must be a number in [-100, 100], got {}", id,
+                                        brief(v)), "logit_bias");
+    }
+    // "7" and "007" name one token; the later one wins, as in a Python dict of int keys.
+    const float bias = static_cast<float>(v.get<double>());
+    auto same = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == int(id); });
+    if (same != out.end()) same->second = bias;
+    else out.push_back({static_cast<int>(id), bias});
+  }
+  return out;
 }
 
 std::vector<std::string> parse_stop(const FieldReader& f) {
@@ -86,7 +165,9 @@ std::vector<int> parse_token_list(const json& v, const std::string& name) {
 
 // Fields shared by both endpoints.
 void parse_common(const FieldReader& f, const json& body, OpenAIRequest& r) {
-  refuse_unsupported(f, body);
+  refuse_unsupported(f, r.endpoint);
+  check_no_effect_fields(f, r.endpoint);
+  note_unknown_fields(body, r.endpoint);
   r.model = f.string("model").value_or("");
   r.temperature = f.number("temperature", 0, 2);
   if (auto p = f.number("top_p", 0, 1)) {
@@ -98,7 +179,16 @@ void parse_common(const FieldReader& f, const json& body, OpenAIRequest& r) {
   if (auto s = f.integer("seed", INT64_MIN, INT64_MAX)) r.seed = static_cast<uint64_t>(*s);
   r.presence_penalty = f.number("presence_penalty", -2, 2).value_or(0);
   r.frequency_penalty = f.number("frequency_penalty", -2, 2).value_or(0);
+  if (auto p = f.number("repetition_penalty", 0, kMaxRepetitionPenalty)) {
+    if (*p <= 0) throw invalid_request(fmt::format("repetition_penalty: must be a number in (0, {}], got 0",
+                                                   kMaxRepetitionPenalty), "repetition_penalty");
+    r.repetition_penalty = *p;
+  }
+  r.logit_bias = parse_logit_bias(f);
+  r.min_tokens = static_cast<int>(f.integer("min_tokens", 0, INT32_MAX).value_or(0));
   r.stop = parse_stop(f);
+  r.include_stop_str_in_output = f.boolean("include_stop_str_in_output").value_or(false);
+  r.add_special_tokens = f.boolean("add_special_tokens");
   if (const json* ids = f.array("stop_token_ids")) r.stop_token_ids = parse_token_list(*ids, "stop_token_ids");
   r.ignore_eos = f.boolean("ignore_eos").value_or(false);
   r.skip_special_tokens = f.boolean("skip_special_tokens").value_or(true);
@@ -147,10 +237,26 @@ OpenAIRequest parse_chat_request(const json& body) {
   if (!msgs) throw invalid_request("messages: required", "messages");
   r.messages = normalize_messages(*msgs);
   parse_tools(f, r);
+  std::optional<bool> thinking;
   if (const json* kw = f.object("chat_template_kwargs")) {
     r.chat_template_kwargs = *kw;
-    r.enable_thinking = FieldReader(*kw, "chat_template_kwargs").boolean("enable_thinking").value_or(false);
+    thinking = FieldReader(*kw, "chat_template_kwargs").boolean("enable_thinking");
   }
+  if (auto effort = f.string("reasoning_effort")) {
+    // The Gemma templates have one switch, thinking on or off: every effort but "none" turns it on.
+    if (*effort != "none" && *effort != "low" && *effort != "medium" && *effort != "high") {
+      throw invalid_request(fmt::format("reasoning_effort: must be \"none\", \"low\", \"medium\" or \"high\", got {}",
+                                        brief(json(*effort))), "reasoning_effort");
+    }
+    const bool on = *effort != "none";
+    if (thinking && *thinking != on) {
+      throw invalid_request(fmt::format("reasoning_effort: \"{}\" contradicts chat_template_kwargs.enable_thinking={}",
+                                        *effort, *thinking), "reasoning_effort");
+    }
+    thinking = on;
+    r.reasoning_effort = effort;
+  }
+  r.enable_thinking = thinking.value_or(false);
   bool logprobs = f.boolean("logprobs").value_or(false);
   auto top = f.integer("top_logprobs", 0, kMaxTopLogprobs);
   if (top && !logprobs) throw invalid_request("top_logprobs: requires logprobs to be true", "top_logprobs");

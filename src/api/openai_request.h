@@ -1,13 +1,16 @@
 // The body of a /v1/chat/completions or /v1/completions request, parsed and validated. Nothing
 // here knows the model: token ids, lengths and defaults are checked when the request is prepared
-// (api/request_preparer.h). Unknown fields are ignored, as OpenAI's own server ignores fields it
-// does not know; known fields with a wrong type or value are refused with a 400 naming the field.
+// (api/request_preparer.h). Every known field is honoured, refused with a 400 naming it, or accepted
+// because it cannot change the output (docs/api-fields.md; api/request_fields.h). Unknown fields
+// are accepted and logged once per name, as vLLM does; known fields with a wrong type or value are
+// refused with a 400 naming the field.
 #pragma once
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gs::api {
@@ -36,7 +39,10 @@ struct OpenAIRequest {
   RequestJson messages = RequestJson::array();
   RequestJson tools;                     // null, or the array of {type:"function", function:{...}}
   RequestJson chat_template_kwargs = RequestJson::object();
-  bool enable_thinking = false;          // chat_template_kwargs.enable_thinking
+  bool enable_thinking = false;          // chat_template_kwargs.enable_thinking, or reasoning_effort
+  // reasoning_effort as given ("none", "low", "medium", "high"): the template must have a thinking
+  // switch for it to act on, which only the preparer can tell.
+  std::optional<std::string> reasoning_effort;
 
   // /v1/completions
   std::vector<PromptInput> prompts;
@@ -48,10 +54,15 @@ struct OpenAIRequest {
   std::optional<int> top_k;              // 0: off (-1 is accepted as off, as vLLM does)
   std::optional<uint64_t> seed;
   double presence_penalty = 0, frequency_penalty = 0;
+  double repetition_penalty = 1;         // (0, kMaxRepetitionPenalty]
+  std::vector<std::pair<int, float>> logit_bias;  // token id -> bias in [-100, 100]; ids distinct
+  int min_tokens = 0;
   std::vector<std::string> stop;
+  bool include_stop_str_in_output = false;
   std::vector<int> stop_token_ids;
   bool ignore_eos = false;
   bool skip_special_tokens = true;
+  std::optional<bool> add_special_tokens;  // unset: chat false (the template writes <bos>), else the tokenizer's
   int n = 1;
   // -1: no logprobs; otherwise logprobs of the chosen token plus this many alternatives
   // (chat: logprobs=true with top_logprobs; completions: logprobs=N).
@@ -64,6 +75,10 @@ struct OpenAIRequest {
 constexpr int kMaxChoices = 64;          // n
 constexpr int kMaxTopLogprobs = 20;
 constexpr int kMaxStopStrings = 16;
+// vLLM only asks for > 0; above this the penalty is a ban in all but name, and a typo (15 for 1.5)
+// deserves a 400 more than a silent ban.
+constexpr double kMaxRepetitionPenalty = 10;
+constexpr double kMaxLogitBias = 100;    // OpenAI's range, [-100, 100]
 
 OpenAIRequest parse_chat_request(const RequestJson& body);
 OpenAIRequest parse_completion_request(const RequestJson& body);

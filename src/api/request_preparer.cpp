@@ -54,7 +54,10 @@ SamplingParams sampling_for(const OpenAIRequest& r, const GenerationConfig& g, i
   s.seed = r.seed;
   s.presence_penalty = static_cast<float>(r.presence_penalty);
   s.frequency_penalty = static_cast<float>(r.frequency_penalty);
+  s.repetition_penalty = static_cast<float>(r.repetition_penalty);
+  s.logit_bias = r.logit_bias;
   s.max_tokens = max_tokens;
+  s.min_tokens = r.min_tokens;
   s.ignore_eos = r.ignore_eos;
   s.stop_token_ids = r.stop_token_ids;
   if (!r.ignore_eos) {
@@ -83,6 +86,13 @@ PreparedRequest prepare_request(OpenAIRequest req, const ServingModel& model, in
   }
   const Tokenizer& tok = *model.tokenizer;
   check_ids(req.stop_token_ids, tok.vocab_size(), "stop_token_ids");
+  for (auto [id, bias] : req.logit_bias) check_ids({id}, tok.vocab_size(), "logit_bias");
+  if (req.reasoning_effort && req.endpoint == Endpoint::ChatCompletions && model.chat_template &&
+      model.chat_template->source().find("enable_thinking") == std::string::npos) {
+    // A template without the switch would render the same prompt whatever the effort.
+    throw unsupported(fmt::format("reasoning_effort: the chat template of {} has no thinking switch "
+                                  "(enable_thinking)", model.name), "reasoning_effort");
+  }
   PreparedRequest p;
   bool chat = req.endpoint == Endpoint::ChatCompletions;
   p.id = new_request_id(chat ? "chatcmpl-" : "cmpl-");
@@ -90,8 +100,9 @@ PreparedRequest prepare_request(OpenAIRequest req, const ServingModel& model, in
 
   if (chat) {
     std::string text = render_chat_prompt(req, model);
-    // The template writes <bos> itself: no second one from the tokenizer.
-    p.prompt_ids.push_back(tok.encode(text, /*add_bos=*/false));
+    // The template writes <bos> itself: no second one from the tokenizer unless asked (vLLM's
+    // add_special_tokens).
+    p.prompt_ids.push_back(tok.encode(text, req.add_special_tokens.value_or(false)));
     p.prompt_texts.push_back(std::move(text));
   } else {
     for (size_t i = 0; i < req.prompts.size(); ++i) {
@@ -101,7 +112,7 @@ PreparedRequest prepare_request(OpenAIRequest req, const ServingModel& model, in
         p.prompt_ids.push_back(in.ids);
         p.prompt_texts.push_back(tok.decode(in.ids, /*skip_special=*/false));
       } else {
-        p.prompt_ids.push_back(tok.encode(in.text, tok.add_bos_default()));
+        p.prompt_ids.push_back(tok.encode(in.text, req.add_special_tokens.value_or(tok.add_bos_default())));
         p.prompt_texts.push_back(in.text);
       }
       if (p.prompt_ids.back().empty()) throw invalid_request("prompt: encodes to no tokens", "prompt");
@@ -124,6 +135,11 @@ PreparedRequest prepare_request(OpenAIRequest req, const ServingModel& model, in
                                           len, *req.max_tokens, max_model_len), "max_tokens");
       }
       max_tokens = *req.max_tokens;
+    }
+    if (req.min_tokens > max_tokens) {
+      throw invalid_request(fmt::format("min_tokens: {} is more than max_tokens ({}{})", req.min_tokens, max_tokens,
+                                        req.max_tokens ? "" : ", what the model length leaves after the prompt"),
+                            "min_tokens");
     }
     for (int k = 0; k < req.n; ++k) {
       PreparedChoice c;

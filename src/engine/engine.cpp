@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -97,6 +98,7 @@ Engine::Engine(std::shared_ptr<Gemma4Model> model, EngineOptions opts) : impl_(s
                                                                       std::min(graphs.max_batch, m.opts.max_num_seqs)));
   m.outputs.eos_ids = m.opts.eos_token_ids.empty() ? m.model->config().eos_token_ids : m.opts.eos_token_ids;
   m.outputs.max_model_len = m.setup.max_model_len;
+  m.outputs.backend = &m.model->backend();
   m.seed_rng.seed(m.opts.seed ? m.opts.seed : std::random_device{}());
   m.publish_stats();
 }
@@ -159,6 +161,14 @@ Engine::SubmitResult Engine::submit(GenerationRequest req) {
   }
   for (int t : sp.stop_token_ids)
     if (t < 0 || t >= vocab) return reject(400, fmt::format("stop token id {} is outside the vocabulary", t));
+  if (!(sp.repetition_penalty > 0) || !std::isfinite(sp.repetition_penalty))
+    return reject(400, fmt::format("repetition_penalty must be > 0, got {}", sp.repetition_penalty));
+  if (sp.min_tokens < 0 || sp.min_tokens > sp.max_tokens)
+    return reject(400, fmt::format("min_tokens must be in [0, max_tokens = {}], got {}", sp.max_tokens, sp.min_tokens));
+  for (auto [t, bias] : sp.logit_bias) {
+    if (t < 0 || t >= vocab) return reject(400, fmt::format("logit_bias token id {} is outside the vocabulary", t));
+    if (!std::isfinite(bias)) return reject(400, fmt::format("logit_bias of token {} is not finite", t));
+  }
 
   auto seq = std::make_unique<Sequence>();
   seq->tokens = req.prompt;
@@ -167,6 +177,12 @@ Engine::SubmitResult Engine::submit(GenerationRequest req) {
   seq->req = std::move(req);
   seq->pages.cacheable = !seq->has_images();
   if (seq->req.sampling.prompt_logprobs) seq->prompt_logprobs.resize(seq->prompt_len);
+  if (seq->req.sampling.repetition_penalty != 1.f) {
+    seq->prompt_set_ids = seq->req.prompt;
+    std::sort(seq->prompt_set_ids.begin(), seq->prompt_set_ids.end());
+    seq->prompt_set_ids.erase(std::unique(seq->prompt_set_ids.begin(), seq->prompt_set_ids.end()),
+                              seq->prompt_set_ids.end());
+  }
   {
     std::lock_guard<std::mutex> lock(m.mu);
     if (m.stopping) return reject(503, "the engine is shutting down");

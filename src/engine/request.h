@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace gs {
@@ -21,7 +22,10 @@ struct SamplingParams {
   std::optional<uint64_t> seed;
   float presence_penalty = 0.f;
   float frequency_penalty = 0.f;
+  float repetition_penalty = 1.f;   // > 0; over prompt and output tokens; 1: off
+  std::vector<std::pair<int, float>> logit_bias;  // (token, added to its logit), distinct tokens
   int max_tokens = 256;      // new tokens
+  int min_tokens = 0;        // until this many are generated, EOS and stop tokens cannot be drawn
   bool ignore_eos = false;
   std::vector<int> stop_token_ids;  // besides the model's EOS ids (unless ignore_eos)
   int logprobs = -1;         // -1: none; 0: chosen token only; n: plus top-n

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "engine/kv_manager.h"
+#include "core/tensor.h"
 #include "engine/request.h"
 
 namespace gs {
@@ -27,7 +28,11 @@ struct Sequence {
   uint64_t seed = 0;             // sampling seed: the request's, or one drawn at submission
   int num_preemptions = 0;
 
-  std::unordered_map<int, int> output_counts;  // generated token -> count (presence/frequency penalties)
+  std::unordered_map<int, int> output_counts;  // generated token -> count (penalties)
+  // The repetition penalty's prompt tokens (distinct, ascending), when the request has one: kept
+  // on the host to tell generated tokens apart from them, and uploaded once as `prompt_set`.
+  std::vector<int> prompt_set_ids;
+  Tensor prompt_set;
   std::vector<TokenLogprob> prompt_logprobs;   // [prompt_len] when asked; entry 0 stays empty
   bool first_output_sent = false;
 

@@ -1,6 +1,7 @@
 #include "engine/step_outputs.h"
 
 #include <algorithm>
+#include <unordered_map>
 
 #include "core/error.h"
 
@@ -8,7 +9,7 @@ namespace gs {
 
 std::vector<RunnerSeq> StepOutputs::runner_inputs(const StepPlan& plan) {
   std::vector<RunnerSeq> rs;
-  counts_.assign(plan.chunks.size(), {});
+  adjust_.assign(plan.chunks.size(), {});
   for (size_t i = 0; i < plan.chunks.size(); ++i) {
     const ScheduledChunk& c = plan.chunks[i];
     Sequence& s = *c.seq;
@@ -29,11 +30,9 @@ std::vector<RunnerSeq> StepOutputs::runner_inputs(const StepPlan& plan) {
     // The step counter is the index of the token being drawn, so a seeded request draws the same
     // tokens whatever else is batched with it, and again after a preemption.
     r.sampling.step = uint64_t(s.num_generated());
-    r.presence_penalty = sp.presence_penalty;
-    r.frequency_penalty = sp.frequency_penalty;
-    if (c.samples && (sp.presence_penalty != 0.f || sp.frequency_penalty != 0.f)) {
-      counts_[i].assign(s.output_counts.begin(), s.output_counts.end());
-      r.token_counts = &counts_[i];
+    if (c.samples) {
+      adjust_[i] = logit_adjustments(s);
+      if (!adjust_[i].empty()) r.adjust = &adjust_[i];
     }
     r.logprobs = sp.logprobs;
     r.prompt_logprob_rows = c.prompt_logprob_rows;
@@ -47,9 +46,56 @@ std::vector<RunnerSeq> StepOutputs::runner_inputs(const StepPlan& plan) {
   return rs;
 }
 
+bool StepOutputs::needs_counts(const SamplingParams& sp) {
+  return sp.presence_penalty != 0.f || sp.frequency_penalty != 0.f || sp.repetition_penalty != 1.f;
+}
+
+LogitAdjustRow StepOutputs::logit_adjustments(Sequence& s) {
+  const SamplingParams& sp = s.req.sampling;
+  LogitAdjustRow row;
+  row.repetition_penalty = sp.repetition_penalty;
+  row.presence_penalty = sp.presence_penalty;
+  row.frequency_penalty = sp.frequency_penalty;
+  std::unordered_map<int, size_t> index;  // token -> its entry: a row names a token once
+  auto entry = [&](int token) -> LogitAdjustToken& {
+    auto [it, added] = index.try_emplace(token, row.tokens.size());
+    if (added) row.tokens.push_back(LogitAdjustToken{token});
+    return row.tokens[it->second];
+  };
+  for (auto [token, bias] : sp.logit_bias) entry(token).bias = bias;
+  // min_tokens (vLLM): while fewer tokens than that were generated, no token may end the output. A
+  // placeholder of a step in flight counts: it is generated, only not known yet.
+  if (s.num_generated() < sp.min_tokens) {
+    if (!sp.ignore_eos)
+      for (int t : eos_ids) entry(t).banned = true;
+    for (int t : sp.stop_token_ids) entry(t).banned = true;
+  }
+  const bool repetition = sp.repetition_penalty != 1.f;
+  if (needs_counts(sp)) {
+    for (auto [token, count] : s.output_counts) {
+      LogitAdjustToken& e = entry(token);
+      e.count = count;
+      e.repeated = repetition && !std::binary_search(s.prompt_set_ids.begin(), s.prompt_set_ids.end(), token);
+    }
+  }
+  if (repetition && !s.prompt_set_ids.empty()) {
+    GS_CHECK(backend, "engine: '{}' has a repetition penalty but no backend holds its prompt set", s.req.id);
+    // Uploaded at the sequence's first sampled step and kept: the prompt does not change.
+    if (!s.prompt_set.defined()) s.prompt_set = backend->upload_token_set(s.prompt_set_ids);
+    row.prompt_set = s.prompt_set;
+  }
+  return row;
+}
+
 FinishReason StepOutputs::finish_reason(const Sequence& s) const {
   const int t = s.tokens.back();
   const SamplingParams& sp = s.req.sampling;
+  // Before min_tokens only the length limits end the output (a stop token cannot be drawn then,
+  // unless every other logit was -inf).
+  if (s.num_generated() < sp.min_tokens) {
+    if (s.num_generated() >= sp.max_tokens || int(s.tokens.size()) >= max_model_len) return FinishReason::Length;
+    return FinishReason::None;
+  }
   if (!sp.ignore_eos && std::find(eos_ids.begin(), eos_ids.end(), t) != eos_ids.end()) return FinishReason::Stop;
   if (std::find(sp.stop_token_ids.begin(), sp.stop_token_ids.end(), t) != sp.stop_token_ids.end())
     return FinishReason::Stop;
@@ -59,7 +105,7 @@ FinishReason StepOutputs::finish_reason(const Sequence& s) const {
 
 bool StepOutputs::can_run_ahead(const Sequence& s) const {
   const SamplingParams& sp = s.req.sampling;
-  if (sp.presence_penalty != 0.f || sp.frequency_penalty != 0.f) return false;
+  if (needs_counts(sp)) return false;
   return s.num_generated() + 1 < sp.max_tokens && int(s.tokens.size()) + 1 < max_model_len;
 }
 

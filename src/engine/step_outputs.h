@@ -1,6 +1,7 @@
 // The two ends of a step between the scheduler and the runner: the scheduled chunks as the runner's
-// inputs, and the runner's outputs folded back into the sequences (new token, penalty counts,
-// log-probabilities, finish rules) and pushed to each request's OutputChannel.
+// inputs (with each sampled row's logit adjustments: bias, min_tokens bans, penalties), and the
+// runner's outputs folded back into the sequences (new token, penalty counts, log-probabilities,
+// finish rules) and pushed to each request's OutputChannel.
 #pragma once
 #include <utility>
 #include <vector>
@@ -13,6 +14,7 @@ namespace gs {
 struct StepOutputs {
   std::vector<int> eos_ids;  // stop unless ignore_eos
   int max_model_len = 0;
+  Backend* backend = nullptr;  // holds the repetition penalty's prompt sets (one upload per sequence)
 
   // Counters of the last apply().
   int last_generated = 0;
@@ -32,9 +34,13 @@ struct StepOutputs {
   // Whether the step after the one sampling s's next token may be scheduled before that token is
   // known: the token cannot end s by length, and no penalty needs its count.
   bool can_run_ahead(const Sequence& s) const;
+  // The logit adjustments of s's next sampled token (empty when it has none).
+  LogitAdjustRow logit_adjustments(Sequence& s);
+  // Whether s's sampling reads the counts of its generated tokens (penalties).
+  static bool needs_counts(const SamplingParams& sp);
 
  private:
-  std::vector<std::vector<std::pair<int, int>>> counts_;  // penalty inputs of the step, kept alive
+  std::vector<LogitAdjustRow> adjust_;  // the step's rows, read by the runner during launch()
 };
 
 }  // namespace gs

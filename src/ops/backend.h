@@ -54,6 +54,26 @@ struct SamplingRow {
   uint64_t step = 0;
 };
 
+// One token of a row's logit adjustments (Backend::adjust_logits); a row names a token once.
+struct LogitAdjustToken {
+  int token = 0;
+  float bias = 0.f;       // 1. logit_bias
+  bool banned = false;    // 2. min_tokens not reached: EOS and stop tokens
+  bool repeated = false;  // 3. generated and not in the row's prompt set (which applies it itself)
+  int count = 0;          // 4. times generated so far
+};
+
+// The adjustments of one logits row. The repetition penalty covers the tokens marked `repeated`
+// and every id of `prompt_set`, a device tensor uploaded once per request (upload_token_set), so
+// a step sends only what changes: the generated tokens, biases and bans.
+struct LogitAdjustRow {
+  std::vector<LogitAdjustToken> tokens;
+  float repetition_penalty = 1.f;  // > 0; 1: off
+  float presence_penalty = 0.f, frequency_penalty = 0.f;
+  Tensor prompt_set;               // i32 [n] distinct prompt ids on the backend, or undefined
+  bool empty() const { return tokens.empty() && (repetition_penalty == 1.f || !prompt_set.defined()); }
+};
+
 class Backend {
  public:
   virtual ~Backend() = default;
@@ -172,10 +192,16 @@ class Backend {
   // rows: host array of R sampling rows.
   virtual void sample(const Tensor& logits, const std::vector<SamplingRow>& rows, const Tensor& out_ids,
                       const Tensor& out_logprobs) = 0;
-  // Adds penalties in place: logits[r, tok] -= presence·(count>0) + frequency·count, where
-  // (token, count) pairs per row come from the host (OpenAI presence/frequency penalties).
-  virtual void apply_penalties(const Tensor& logits, const std::vector<std::vector<std::pair<int, int>>>& counts,
-                               const std::vector<float>& presence, const std::vector<float>& frequency) = 0;
+  // Per-row adjustments of the logits before sampling, in place, in vLLM's order (each step sees
+  // the result of the one before):
+  //   1. logit_bias:          l += bias
+  //   2. banned (min_tokens): l = -inf
+  //   3. repetition penalty on every token of the prompt or the output: l = l > 0 ? l / p : l · p
+  //      (a quotient past the float range saturates at FLT_MAX)
+  //   4. presence/frequency:  l -= presence + frequency · count, for tokens generated count > 0 times
+  // Temperature and the filters come after, in sample(); logprobs are read from the adjusted row.
+  // rows: host array of R entries; a row with nothing to adjust is left alone.
+  virtual void adjust_logits(const Tensor& logits, const std::vector<LogitAdjustRow>& rows) = 0;
   // Top-n log-probabilities per row (log_softmax of logits): ids [R, n] i32, logprobs [R, n] f32.
   virtual void top_logprobs(const Tensor& logits, int n, const Tensor& ids, const Tensor& logprobs) = 0;
 
@@ -185,7 +211,7 @@ class Backend {
   // Between begin_capture() and end_capture() ops are recorded, not run. Inside a capture:
   //   - no allocation: empty(), upload_weight() and growing an op's scratch are errors, so run the
   //     same step once eagerly first (that sizes every workspace);
-  //   - no host input: copy_from_host, copy_to_host, sample() and apply_penalties() run outside;
+  //   - no host input: copy_from_host, copy_to_host, sample() and adjust_logits() run outside;
   //     upload a step's batch tensors (AttentionBatch, ids) into the same device tensors before
   //     each replay, and the graph reads the new contents.
   // A graph keeps reading and writing the tensors it recorded: keep them alive and in place.
@@ -218,6 +244,14 @@ class Backend {
   virtual void wait_fence(uint64_t fence) {}
   // dst[d] = src[s] for each (d, s) in `pairs` (host pairs of element indices), i32 tensors.
   virtual void scatter_ids(const Tensor& dst, const Tensor& src, const std::vector<std::pair<int, int>>& pairs) = 0;
+
+  // An i32 tensor on the backend holding `ids` (non-empty; the prompt set of LogitAdjustRow).
+  // Allocates: call it once per request, outside a capture.
+  Tensor upload_token_set(const std::vector<int>& ids) {
+    Tensor t = empty(DType::I32, Shape{int64_t(ids.size())});
+    copy_from_host(t, ids.data());
+    return t;
+  }
 };
 
 }  // namespace gs

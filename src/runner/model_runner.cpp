@@ -122,20 +122,16 @@ void ModelRunner::enqueue_sampling(Launched& st) {
   const int n = st.num_sampled;
   Tensor logits = st.fwd.logits.slice(0, n);
   std::vector<SamplingRow> sampling;
-  std::vector<std::vector<std::pair<int, int>>> counts;
-  std::vector<float> presence, frequency;
-  bool penalties = false;
+  std::vector<LogitAdjustRow> adjust;
+  bool any_adjust = false;
   for (const RunnerSeq& s : st.seqs) {
     if (!s.sample) continue;
     sampling.push_back(s.sampling);
-    counts.push_back(s.token_counts ? *s.token_counts : std::vector<std::pair<int, int>>{});
-    presence.push_back(s.presence_penalty);
-    frequency.push_back(s.frequency_penalty);
-    penalties |= (s.presence_penalty != 0.f || s.frequency_penalty != 0.f) && s.token_counts &&
-                 !s.token_counts->empty();
+    adjust.push_back(s.adjust ? *s.adjust : LogitAdjustRow{});
+    any_adjust |= s.adjust && !s.adjust->empty();
   }
-  // Penalties shape the distribution that is sampled and reported, as in vLLM.
-  if (penalties) be_.apply_penalties(logits, counts, presence, frequency);
+  // Bias, bans and penalties shape the distribution that is sampled and reported, as in vLLM.
+  if (any_adjust) be_.adjust_logits(logits, adjust);
   be_.sample(logits, sampling, out_ids_.slice(0, n), out_logprobs_.slice(0, n));
   st.host = next_host_;
   next_host_ ^= 1;

@@ -39,8 +39,9 @@ struct RunnerSeq {
   const std::vector<int>* mm_block = nullptr;  // vision block ids by position (prompt only), or null
   bool sample = false;
   SamplingRow sampling;                        // seed and step already set
-  float presence_penalty = 0.f, frequency_penalty = 0.f;
-  const std::vector<std::pair<int, int>>* token_counts = nullptr;  // generated token -> count
+  // Bias, bans and penalties of the sampled row (Backend::adjust_logits), or null when none; read
+  // during launch() only.
+  const LogitAdjustRow* adjust = nullptr;
   int logprobs = -1;                           // -1: none; 0: the chosen token's; n: plus the top n
   int prompt_logprob_rows = 0;                 // rows [start, start + n): logprob of the token after each
   // >= 0: the chunk's last token (tokens->back(), a placeholder on the host) is sampled row
@@ -110,7 +111,7 @@ class ModelRunner {
   };
   std::deque<Launched> inflight_;  // oldest first, at most two
 
-  // Penalties, sampling and top-logprobs of the step's sampled rows, and the async copies of
+  // Logit adjustments, sampling and top-logprobs of the step's sampled rows, and the async copies of
   // their results into the next pinned host buffers.
   void enqueue_sampling(Launched& st);
 };

@@ -85,10 +85,7 @@ class FakeBackend : public Backend {
     throw no_op();
   }
   void sample(const Tensor&, const std::vector<SamplingRow>&, const Tensor&, const Tensor&) override { throw no_op(); }
-  void apply_penalties(const Tensor&, const std::vector<std::vector<std::pair<int, int>>>&, const std::vector<float>&,
-                       const std::vector<float>&) override {
-    throw no_op();
-  }
+  void adjust_logits(const Tensor&, const std::vector<LogitAdjustRow>&) override { throw no_op(); }
   void top_logprobs(const Tensor&, int, const Tensor&, const Tensor&) override { throw no_op(); }
   void scatter_ids(const Tensor&, const Tensor&, const std::vector<std::pair<int, int>>&) override { throw no_op(); }
 

@@ -405,9 +405,10 @@ namespace {
 // Overlapped scheduling (step N+1 scheduled and launched before step N's tokens are back, its
 // input ids fed from step N's samples on the device) changes nothing a client sees: the same
 // tokens, finish reasons and log-probabilities as scheduling one step at a time, for requests that
-// stop on a token mid-flight, run with penalties (which wait for their counts), sample with seeds,
-// ask for logprobs and prompt logprobs, and get preempted. Overlapping changes which rows share a
-// step, so greedy requests get the tie allowance of expect_same_greedy().
+// stop on a token mid-flight (or may not yet: min_tokens), run with penalties (which wait for
+// their counts) and logit biases, sample with seeds, ask for logprobs and prompt logprobs, and get
+// preempted. Overlapping changes which rows share a step, so greedy requests get the tie allowance
+// of expect_same_greedy().
 TEST(Engine, OverlappedSchedulingChangesNoOutput) {
   TinyModel m = make_tiny_model(20);
   const char* seed_env = std::getenv("GS_TEST_SEED");  // to replay a failure's seed
@@ -431,6 +432,11 @@ TEST(Engine, OverlappedSchedulingChangesNoOutput) {
       case 3:
         r.sampling.prompt_logprobs = true;
         break;
+      case 4:
+        // Waits for its counts like the penalties above; the bias does not.
+        r.sampling.repetition_penalty = 1.3f;
+        r.sampling.logit_bias = {{7, 1.5f}, {3 + int(rng() % 500), -2.f}};
+        break;
       default:
         break;
     }
@@ -447,6 +453,11 @@ TEST(Engine, OverlappedSchedulingChangesNoOutput) {
     r.id = "stop" + std::to_string(i);
     r.sampling.stop_token_ids = {free_run.tokens[4 + i]};
     r = tie_aware(r);
+    reqs.push_back(r);
+    // min_tokens bans that token until the 8th: a different output, run ahead all the same.
+    r = fresh(r);
+    r.id = "min" + std::to_string(i);
+    r.sampling.min_tokens = 8;
     reqs.push_back(r);
   }
 

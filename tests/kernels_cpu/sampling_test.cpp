@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cfloat>
 #include <map>
 #include <numeric>
 #include <set>
@@ -149,16 +150,73 @@ TEST_F(CpuSampling, FiltersNeverLetAFilteredTokenThrough) {
     EXPECT_GE(p[size_t(t)], min_p * pmax * (1 - 1e-5)) << "min_p=" << min_p << " drew token " << t;
 }
 
-TEST_F(CpuSampling, PenaltiesAndTopLogprobs) {
+LogitAdjustToken adjust_token(int token, float bias, bool banned, bool repeated, int count) {
+  LogitAdjustToken t;
+  t.token = token, t.bias = bias, t.banned = banned, t.repeated = repeated, t.count = count;
+  return t;
+}
+
+TEST_F(CpuSampling, AdjustLogitsPresenceAndFrequency) {
   SCOPED_TRACE(rng.trace());
   const int V = 50;
   Tensor l = random_tensor(rng, DType::F32, Shape{2, V}, -2, 2);
   std::vector<float> before(l.ptr<float>(), l.ptr<float>() + 2 * V);
-  be->apply_penalties(l, {{{3, 2}, {7, 1}}, {}}, {0.5f, 0.5f}, {0.25f, 0.25f});
+  std::vector<LogitAdjustRow> rows(2);
+  rows[0].presence_penalty = 0.5f, rows[0].frequency_penalty = 0.25f;
+  rows[0].tokens = {adjust_token(3, 0, false, false, 2), adjust_token(7, 0, false, false, 1)};
+  be->adjust_logits(l, rows);
   EXPECT_FLOAT_EQ(l.ptr<float>()[3], before[3] - 0.5f - 0.5f);
   EXPECT_FLOAT_EQ(l.ptr<float>()[7], before[7] - 0.5f - 0.25f);
-  EXPECT_FLOAT_EQ(l.ptr<float>()[V + 3], before[size_t(V) + 3]);
-  EXPECT_THROW(be->apply_penalties(l, {{{V, 1}}, {}}, {0.f, 0.f}, {0.f, 0.f}), Error);
+  for (int v = 0; v < V; ++v) EXPECT_EQ(l.ptr<float>()[V + v], before[size_t(V + v)]) << "row 1 has nothing to adjust";
+  rows[0].tokens = {adjust_token(V, 0, false, false, 1)};
+  EXPECT_THROW(be->adjust_logits(l, rows), Error);
+  EXPECT_THROW(be->adjust_logits(l, {LogitAdjustRow{}}), Error);  // one row for two
+}
+
+// vLLM's order: bias, then bans, then the repetition penalty (divide a positive logit, multiply a
+// negative one) over prompt and output tokens, then presence/frequency.
+TEST_F(CpuSampling, AdjustLogitsRunsBiasBanRepetitionPenaltiesInOrder) {
+  const int V = 12;
+  std::vector<float> init = {2.f, -2.f, 1.f, -1.f, 0.5f, 3.f, -3.f, 4.f, 0.f, 1.5f, -0.5f, 6.f};
+  Tensor l = host_tensor(DType::F32, Shape{1, V});
+  std::copy(init.begin(), init.end(), l.ptr<float>());
+  LogitAdjustRow row;
+  row.repetition_penalty = 2.f;
+  row.presence_penalty = 0.5f;
+  row.frequency_penalty = 0.1f;
+  row.prompt_set = be->upload_token_set({0, 1, 4});  // the prompt's distinct tokens
+  row.tokens = {
+      adjust_token(4, -1.f, false, false, 0),  // prompt token biased below 0: -0.5 then ·2
+      adjust_token(2, 0.f, false, true, 3),    // generated 3 times: 1/2, then - 0.5 - 0.3
+      adjust_token(3, 0.f, false, true, 1),    // generated once, negative: -1·2 - 0.6
+      adjust_token(5, 0.f, true, false, 0),    // banned (min_tokens)
+      adjust_token(7, -5.f, false, false, 0),  // bias only
+      adjust_token(0, 0.f, false, false, 2),   // prompt and output: one repetition, then - 0.7
+  };
+  be->adjust_logits(l, {row});
+  const float* out = l.ptr<float>();
+  EXPECT_FLOAT_EQ(out[0], 2.f / 2 - (0.5f + 0.1f * 2));
+  EXPECT_FLOAT_EQ(out[1], -2.f * 2);
+  EXPECT_FLOAT_EQ(out[2], 1.f / 2 - (0.5f + 0.1f * 3));
+  EXPECT_FLOAT_EQ(out[3], -1.f * 2 - (0.5f + 0.1f));
+  EXPECT_FLOAT_EQ(out[4], (0.5f - 1.f) * 2);
+  EXPECT_EQ(out[5], -INFINITY);
+  EXPECT_FLOAT_EQ(out[7], 4.f - 5.f);
+  for (int v : {6, 8, 9, 10, 11}) EXPECT_EQ(out[v], init[size_t(v)]) << "token " << v << " is untouched";
+
+  // A penalty near 0 saturates a positive logit at FLT_MAX instead of +inf (no NaN in the softmax).
+  std::copy(init.begin(), init.end(), l.ptr<float>());
+  row = LogitAdjustRow{};
+  row.repetition_penalty = 1e-38f;
+  row.tokens = {adjust_token(11, 0.f, false, true, 1)};
+  be->adjust_logits(l, {row});
+  EXPECT_EQ(out[11], FLT_MAX);
+}
+
+TEST_F(CpuSampling, TopLogprobs) {
+  SCOPED_TRACE(rng.trace());
+  const int V = 50;
+  Tensor l = random_tensor(rng, DType::F32, Shape{2, V}, -2, 2);
 
   const int n = 5;
   Tensor ids = host_tensor(DType::I32, Shape{2, n});

@@ -1,7 +1,9 @@
 // cuda vs cpu sampling: with the shared counter-based generator, a seeded row must draw exactly the
-// cpu backend's token for every filter combination; logprobs, top_logprobs and penalties match.
+// cpu backend's token for every filter combination; logprobs, top_logprobs and logit adjustments
+// (bias, bans, penalties) match.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <iterator>
@@ -165,24 +167,73 @@ TEST_F(Sampling, TopLogprobs) {
   EXPECT_THROW(gpu->top_logprobs(l, 11, i, p), Error);  // n above the vocabulary
 }
 
-TEST_F(Sampling, PenaltiesMatchCpu) {
-  const int64_t R = 3, V = 300;
+// Fresh random rows with every kind of adjustment (bias, bans, repetition over a prompt set and
+// over output tokens, presence/frequency), some rows with none: the same bits as the cpu backend.
+TEST_F(Sampling, AdjustLogitsMatchesCpu) {
+  const int64_t R = 6, V = 5000;
   auto l = logits(R, V);
-  std::vector<std::vector<std::pair<int, int>>> counts(R);
-  for (int64_t r = 0; r < R; ++r)
-    for (int t : random_ints(10, 0, int(V) - 1)) counts[size_t(r)].push_back({t + 0, 0});
-  for (int64_t r = 0; r < R; ++r) {  // distinct tokens per row, counts 0..4
-    std::sort(counts[size_t(r)].begin(), counts[size_t(r)].end());
-    counts[size_t(r)].erase(std::unique(counts[size_t(r)].begin(), counts[size_t(r)].end()), counts[size_t(r)].end());
-    for (auto& [tok, n] : counts[size_t(r)]) n = random_ints(1, 0, 4)[0];
+  std::uniform_real_distribution<float> unit(0.f, 1.f);
+  std::vector<LogitAdjustRow> cpu_rows(R), gpu_rows(R);
+  for (int64_t r = 0; r < R; ++r) {
+    if (r == 2) continue;  // a row with nothing to adjust among rows that have
+    LogitAdjustRow& a = cpu_rows[size_t(r)];
+    a.repetition_penalty = r % 3 == 0 ? 1.f : 0.2f + 2.f * unit(rng);
+    a.presence_penalty = r == 4 ? 0.f : 2.f * unit(rng) - 1.f;
+    a.frequency_penalty = 2.f * unit(rng) - 1.f;
+    std::vector<int> prompt = random_ints(200, 0, int(V) - 1);
+    std::sort(prompt.begin(), prompt.end());
+    prompt.erase(std::unique(prompt.begin(), prompt.end()), prompt.end());
+    std::vector<int> toks = random_ints(300, 0, int(V) - 1);
+    std::sort(toks.begin(), toks.end());
+    toks.erase(std::unique(toks.begin(), toks.end()), toks.end());
+    for (int t : toks) {
+      LogitAdjustToken e;
+      e.token = t;
+      e.bias = unit(rng) < 0.3f ? 200.f * unit(rng) - 100.f : 0.f;
+      e.banned = unit(rng) < 0.05f;
+      e.count = unit(rng) < 0.6f ? int(1 + 5 * unit(rng)) : 0;
+      e.repeated = e.count > 0 && !std::binary_search(prompt.begin(), prompt.end(), t);
+      a.tokens.push_back(e);
+    }
+    gpu_rows[size_t(r)] = a;
+    if (r != 5) {  // row 5: repetition over output tokens only
+      a.prompt_set = cpu->upload_token_set(prompt);
+      gpu_rows[size_t(r)].prompt_set = gpu->upload_token_set(prompt);
+    }
   }
-  std::vector<float> presence{0.5f, 0.f, 1.5f}, frequency{0.25f, 0.7f, 0.f};
   Tensor lc = cpu_tensor(l, {R, V}), lg = gpu_tensor(l, DType::F32, {R, V});
-  cpu->apply_penalties(lc, counts, presence, frequency);
-  gpu->apply_penalties(lg, counts, presence, frequency);
-  EXPECT_EQ(download(*gpu, lg), download(*cpu, lc));
-  counts[0].push_back({int(V), 1});
-  EXPECT_THROW(gpu->apply_penalties(lg, counts, presence, frequency), Error);
+  cpu->adjust_logits(lc, cpu_rows);
+  gpu->adjust_logits(lg, gpu_rows);
+  EXPECT_EQ(download(*gpu, lg), download(*cpu, lc)) << "seed " << seed;
+
+  // Past the vocabulary: refused before anything runs.
+  gpu_rows[0].tokens.push_back(LogitAdjustToken{int(V)});
+  EXPECT_THROW(gpu->adjust_logits(lg, gpu_rows), Error);
+}
+
+// Adjusted logits feed sampling: a +100 bias wins greedy and seeded draws alike on both backends.
+TEST_F(Sampling, BiasedTokenIsDrawnOnBothBackends) {
+  const int64_t R = 2, V = 262144;
+  auto l = logits(R, V);
+  std::vector<LogitAdjustRow> rows(R);
+  for (auto& a : rows) {
+    LogitAdjustToken e;
+    e.token = int(random_ints(1, 0, int(V) - 1)[0]);
+    e.bias = 100.f;
+    a.tokens = {e};
+  }
+  std::vector<SamplingRow> sampling(R);
+  sampling[1].temperature = 1.f, sampling[1].seed = rng();
+  Tensor lc = cpu_tensor(l, {R, V}), lg = gpu_tensor(l, DType::F32, {R, V});
+  cpu->adjust_logits(lc, rows);
+  gpu->adjust_logits(lg, rows);
+  Tensor ic = cpu->empty(DType::I32, {R}), pc = cpu->empty(DType::F32, {R});
+  Tensor ig = gpu_poisoned(DType::I32, {R}), pg = gpu_poisoned(DType::F32, {R});
+  cpu->sample(lc, sampling, ic, pc);
+  gpu->sample(lg, sampling, ig, pg);
+  const std::vector<int> want = {rows[0].tokens[0].token, rows[1].tokens[0].token};
+  EXPECT_EQ(download_ints(*cpu, ic), want);
+  EXPECT_EQ(download_ints(*gpu, ig), want);
 }
 
 }  // namespace

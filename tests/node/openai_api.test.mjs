@@ -301,6 +301,46 @@ await runChecks([
     assert.ok(r.usage.prompt_tokens_details.cached_tokens < r.usage.prompt_tokens);
   }],
 
+  ['logit_bias, min_tokens and include_stop_str_in_output change the output', async () => {
+    const tok = await http('POST', '/tokenize', { model, prompt: ' harbour', add_special_tokens: false });
+    const x = tok.json.tokens[tok.json.tokens.length - 1];
+    const word = (await http('POST', '/detokenize', { tokens: [x] })).json.prompt;
+    const base = { model, prompt: 'The sea', max_tokens: 6, temperature: 0, ignore_eos: true };
+    // +100 forces the token at every step.
+    let r = await client.completions.create({ ...base, logit_bias: { [x]: 100 } });
+    assert.equal(r.choices[0].text, word.repeat(6));
+    // As a stop token it ends the output at once, unless min_tokens holds it back.
+    r = await client.completions.create({ ...base, logit_bias: { [x]: 100 }, stop_token_ids: [x] });
+    assert.equal(r.usage.completion_tokens, 1);
+    assert.equal(r.choices[0].finish_reason, 'stop');
+    r = await client.completions.create({ ...base, logit_bias: { [x]: 100 }, stop_token_ids: [x], min_tokens: 3 });
+    assert.equal(r.usage.completion_tokens, 4);
+    assert.equal(r.choices[0].finish_reason, 'stop');
+    // A stop string is cut, or kept with include_stop_str_in_output.
+    r = await client.completions.create({ ...base, logit_bias: { [x]: 100 }, stop: [word] });
+    assert.equal(r.choices[0].text, '');
+    r = await client.completions.create({ ...base, logit_bias: { [x]: 100 }, stop: [word], include_stop_str_in_output: true });
+    assert.equal(r.choices[0].text, word);
+    assert.equal(r.choices[0].finish_reason, 'stop');
+  }],
+
+  ['parameters out of range are 400 naming the field; unknown fields are accepted', async () => {
+    for (const [params, field] of [[{ repetition_penalty: 0 }, 'repetition_penalty'],
+                                   [{ logit_bias: { 5: 101 } }, 'logit_bias'],
+                                   [{ logit_bias: { 99999999: 1 } }, 'logit_bias'],
+                                   [{ min_tokens: 9, max_tokens: 4 }, 'min_tokens'],
+                                   [{ reasoning_effort: 'extreme' }, 'reasoning_effort'],
+                                   [{ use_beam_search: true }, 'use_beam_search']]) {
+      await expectApiError(client.chat.completions.create({ model, messages, max_tokens: 4, ...params }), 400,
+                           (e) => assert.equal(e.error.param, field, JSON.stringify(e.error)));
+    }
+    const r = await client.chat.completions.create({ model, messages, max_tokens: 2, user: 'u1', store: false,
+                                                     metadata: { team: 'e2e' }, service_tier: 'auto',
+                                                     parallel_tool_calls: true, some_future_field: { a: 1 },
+                                                     repetition_penalty: 1.2, reasoning_effort: 'none' });
+    assert.equal(r.choices.length, 1);
+  }],
+
   ['idle at the end: no pages leaked', async () => {
     await waitIdle();
   }],

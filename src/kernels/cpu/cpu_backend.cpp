@@ -159,9 +159,8 @@ class CpuBackend final : public Backend {
               const Tensor& out_logprobs) override {
     cpu::sample(pool_, logits, rows, out_ids, out_logprobs);
   }
-  void apply_penalties(const Tensor& logits, const std::vector<std::vector<std::pair<int, int>>>& counts,
-                       const std::vector<float>& presence, const std::vector<float>& frequency) override {
-    cpu::apply_penalties(logits, counts, presence, frequency);
+  void adjust_logits(const Tensor& logits, const std::vector<LogitAdjustRow>& rows) override {
+    cpu::adjust_logits(logits, rows);
   }
   void top_logprobs(const Tensor& logits, int n, const Tensor& ids, const Tensor& logprobs) override {
     cpu::top_logprobs(pool_, logits, n, ids, logprobs);

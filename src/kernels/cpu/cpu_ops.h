@@ -80,8 +80,7 @@ void moe_experts(ThreadPool& pool, const Tensor& x, const Tensor& ids, const Ten
 // ---- sampling (cpu_sampling.cpp) -----------------------------------------------------------------
 void sample(ThreadPool& pool, const Tensor& logits, const std::vector<SamplingRow>& rows, const Tensor& out_ids,
             const Tensor& out_logprobs);
-void apply_penalties(const Tensor& logits, const std::vector<std::vector<std::pair<int, int>>>& counts,
-                     const std::vector<float>& presence, const std::vector<float>& frequency);
+void adjust_logits(const Tensor& logits, const std::vector<LogitAdjustRow>& rows);
 void top_logprobs(ThreadPool& pool, const Tensor& logits, int n, const Tensor& ids, const Tensor& logprobs);
 
 }  // namespace gs::cpu

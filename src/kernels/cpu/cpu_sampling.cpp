@@ -1,10 +1,12 @@
 // Sampling from logits rows (sampling_rng.h defines the procedure every backend follows),
-// OpenAI presence/frequency penalties and top-n log-probabilities.
+// the logit adjustments before it (bias, bans, repetition/presence/frequency penalties) and top-n
+// log-probabilities.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
 
 #include "kernels/cpu/cpu_ops.h"
+#include "ops/logit_adjust.h"
 #include "ops/sampling_rng.h"
 
 namespace gs::cpu {
@@ -106,19 +108,34 @@ void sample(ThreadPool& pool, const Tensor& logits, const std::vector<SamplingRo
   });
 }
 
-void apply_penalties(const Tensor& logits, const std::vector<std::vector<std::pair<int, int>>>& counts,
-                     const std::vector<float>& presence, const std::vector<float>& frequency) {
-  check_f32("apply_penalties", logits, "logits");
+void adjust_logits(const Tensor& logits, const std::vector<LogitAdjustRow>& rows) {
+  check_f32("adjust_logits", logits, "logits");
   const int64_t R = logits.rows(), V = logits.cols();
-  GS_CHECK(int64_t(counts.size()) == R && int64_t(presence.size()) == R && int64_t(frequency.size()) == R,
-           "cpu apply_penalties: {} rows but {} counts, {} presence, {} frequency", R, counts.size(), presence.size(),
-           frequency.size());
-  for (int64_t r = 0; r < R; ++r)
-    for (auto [tok, n] : counts[size_t(r)]) {
-      GS_CHECK(tok >= 0 && tok < V, "cpu apply_penalties: token {} outside the vocabulary [0, {})", tok, V);
-      if (n <= 0) continue;
-      logits.ptr<float>()[r * V + tok] -= presence[size_t(r)] + frequency[size_t(r)] * float(n);
+  GS_CHECK(int64_t(rows.size()) == R, "cpu adjust_logits: {} logits rows but {} adjustment rows", R, rows.size());
+  for (int64_t r = 0; r < R; ++r) {
+    const LogitAdjustRow& a = rows[size_t(r)];
+    float* l = logits.ptr<float>() + r * V;
+    for (const LogitAdjustToken& t : a.tokens) {
+      GS_CHECK(t.token >= 0 && t.token < V, "cpu adjust_logits: token {} outside the vocabulary [0, {})", t.token, V);
+      l[t.token] += t.bias;
+      if (t.banned) l[t.token] = -INFINITY;
     }
+    if (a.repetition_penalty != 1.f) {
+      auto repeat = [&](int tok) { l[tok] = repetition_penalized(l[tok], a.repetition_penalty); };
+      if (a.prompt_set.defined()) {
+        const int* ids = a.prompt_set.ptr<const int>();
+        for (int64_t i = 0; i < a.prompt_set.numel(); ++i) {
+          GS_CHECK(ids[i] >= 0 && ids[i] < V, "cpu adjust_logits: prompt token {} outside the vocabulary [0, {})",
+                   ids[i], V);
+          repeat(ids[i]);
+        }
+      }
+      for (const LogitAdjustToken& t : a.tokens)
+        if (t.repeated) repeat(t.token);
+    }
+    for (const LogitAdjustToken& t : a.tokens)
+      if (t.count > 0) l[t.token] -= penalty_delta(a, t.count);
+  }
 }
 
 void top_logprobs(ThreadPool& pool, const Tensor& logits, int n, const Tensor& ids, const Tensor& logprobs) {

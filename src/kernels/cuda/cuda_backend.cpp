@@ -29,6 +29,7 @@
 #include "kernels/cuda/sampling.h"
 #include "kernels/cuda/scatter_ids.h"
 #include "kernels/cuda/scratch_arena.h"
+#include "ops/logit_adjust.h"
 
 namespace gs {
 namespace {
@@ -299,25 +300,37 @@ class CudaBackend final : public Backend {
     cuda::launch_sample(logits, d_rows, int(rows.size()), out_ids, out_logprobs, scratch, need, stream_);
   }
 
-  void apply_penalties(const Tensor& logits, const std::vector<std::vector<std::pair<int, int>>>& counts,
-                       const std::vector<float>& presence, const std::vector<float>& frequency) override {
-    GS_CHECK(!capturing(), "apply_penalties(): host counts cannot be part of a captured CUDA graph");
+  void adjust_logits(const Tensor& logits, const std::vector<LogitAdjustRow>& rows) override {
+    GS_CHECK(!capturing(), "adjust_logits(): host rows cannot be part of a captured CUDA graph");
     const int64_t R = logits.rows(), V = logits.cols();
-    GS_CHECK(int64_t(counts.size()) == R && int64_t(presence.size()) == R && int64_t(frequency.size()) == R,
-             "apply_penalties: {} rows but {} counts, {} presence, {} frequency", R, counts.size(), presence.size(),
-             frequency.size());
-    std::vector<cuda::PenaltyEntry> entries;
-    for (int64_t r = 0; r < R; ++r)
-      for (auto [tok, n] : counts[size_t(r)]) {
-        GS_CHECK(tok >= 0 && tok < V, "apply_penalties: token {} outside the vocabulary [0, {})", tok, V);
-        if (n <= 0) continue;
-        // Same float expression as the cpu backend, so both subtract the identical value.
-        entries.push_back({int(r), tok, presence[size_t(r)] + frequency[size_t(r)] * float(n)});
+    GS_CHECK(int64_t(rows.size()) == R, "adjust_logits: {} logits rows but {} adjustment rows", R, rows.size());
+    std::vector<cuda::AdjustRowInfo> infos;
+    std::vector<cuda::AdjustEntry> entries;
+    bool any = false;
+    for (const LogitAdjustRow& a : rows) {
+      cuda::AdjustRowInfo info{int(entries.size()), int(a.tokens.size()), nullptr, 0, a.repetition_penalty};
+      if (a.prompt_set.defined() && a.repetition_penalty != 1.f) {
+        GS_CHECK(a.prompt_set.device == Device::CUDA && a.prompt_set.dtype == DType::I32,
+                 "adjust_logits: the prompt set {} must be an i32 tensor on the GPU", a.prompt_set.str());
+        info.prompt_set = a.prompt_set.ptr<const int>();
+        info.prompt_set_size = int(a.prompt_set.numel());
       }
-    if (entries.empty()) return;
-    auto* d = static_cast<const cuda::PenaltyEntry*>(
-        staging_->upload(entries.data(), entries.size() * sizeof(cuda::PenaltyEntry)));
-    cuda::launch_apply_penalties(logits, d, int(entries.size()), stream_);
+      for (const LogitAdjustToken& t : a.tokens) {
+        GS_CHECK(t.token >= 0 && t.token < V, "adjust_logits: token {} outside the vocabulary [0, {})", t.token, V);
+        entries.push_back({t.token, t.bias, t.count > 0 ? penalty_delta(a, t.count) : 0.f,
+                           (t.banned ? cuda::kAdjustBanned : 0) | (t.repeated ? cuda::kAdjustRepeated : 0)});
+      }
+      any |= info.count > 0 || info.prompt_set_size > 0;
+      infos.push_back(info);
+    }
+    if (!any) return;
+    auto* d_rows = static_cast<const cuda::AdjustRowInfo*>(
+        staging_->upload(infos.data(), infos.size() * sizeof(cuda::AdjustRowInfo)));
+    // An upload of 0 bytes may give no buffer; the kernel never reads entries then.
+    auto* d_entries = entries.empty() ? nullptr
+                                      : static_cast<const cuda::AdjustEntry*>(staging_->upload(
+                                            entries.data(), entries.size() * sizeof(cuda::AdjustEntry)));
+    cuda::launch_adjust_logits(logits, d_rows, d_entries, stream_);
   }
 
   void top_logprobs(const Tensor& logits, int n, const Tensor& ids, const Tensor& logprobs) override {

@@ -20,6 +20,7 @@
 #include "kernels/cuda/sampling.h"
 #include "kernels/cuda/sampling_select.cuh"
 #include "kernels/cuda/sampling_window.cuh"
+#include "ops/logit_adjust.h"
 #include "ops/sampling_rng.h"
 
 namespace gs::cuda {
@@ -312,10 +313,38 @@ __global__ void __launch_bounds__(kThreads) top_logprobs_kernel(const float* __r
   }
 }
 
-__global__ void apply_penalties_kernel(float* logits, int64_t V, const PenaltyEntry* __restrict__ e, int n) {
+// One block per row; the steps are separated by barriers, so a token in both the entries and the
+// prompt set sees its bias before its repetition penalty, and that before its presence/frequency.
+// Tokens are distinct within each list and a token is `repeated` only outside the prompt set, so
+// no two threads write the same logit in one step.
+__global__ void adjust_logits_kernel(float* logits, int64_t V, const AdjustRowInfo* __restrict__ rows,
+                                     const AdjustEntry* __restrict__ entries) {
   pdl_enter();
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) logits[int64_t(e[i].row) * V + e[i].token] -= e[i].delta;
+  const AdjustRowInfo row = rows[blockIdx.x];
+  float* l = logits + int64_t(blockIdx.x) * V;
+  const AdjustEntry* e = entries + row.first;
+  for (int i = threadIdx.x; i < row.count; i += blockDim.x) {
+    const float v = __fadd_rn(l[e[i].token], e[i].bias);
+    l[e[i].token] = (e[i].flags & kAdjustBanned) ? -INFINITY : v;
+  }
+  if (row.repetition_penalty == 1.f) {
+    __syncthreads();
+    for (int i = threadIdx.x; i < row.count; i += blockDim.x)
+      if (e[i].subtract != 0.f) l[e[i].token] = __fsub_rn(l[e[i].token], e[i].subtract);
+    return;
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < row.prompt_set_size; i += blockDim.x) {
+    const int t = row.prompt_set[i];
+    l[t] = repetition_penalized(l[t], row.repetition_penalty);
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < row.count; i += blockDim.x) {
+    float v = l[e[i].token];
+    if (e[i].flags & kAdjustRepeated) v = repetition_penalized(v, row.repetition_penalty);
+    if (e[i].subtract != 0.f) v = __fsub_rn(v, e[i].subtract);
+    l[e[i].token] = v;
+  }
 }
 
 // The policy's sampling.window off selects over whole rows, as before the window (A/B runs).
@@ -389,12 +418,13 @@ void launch_top_logprobs(const Tensor& logits, int n, const Tensor& ids, const T
   GS_CUDA_LAUNCHED("top_logprobs");
 }
 
-void launch_apply_penalties(const Tensor& logits, const PenaltyEntry* d_entries, int num_entries, cudaStream_t stream) {
-  check_logits(logits, "apply_penalties");
-  if (num_entries == 0) return;
-  launch_pdl("apply_penalties_kernel", apply_penalties_kernel, (num_entries + 255) / 256, 256, 0, stream,
-             logits.ptr<float>(), logits.cols(), d_entries, num_entries);
-  GS_CUDA_LAUNCHED("apply_penalties");
+void launch_adjust_logits(const Tensor& logits, const AdjustRowInfo* d_rows, const AdjustEntry* d_entries,
+                          cudaStream_t stream) {
+  check_logits(logits, "adjust_logits");
+  if (logits.rows() == 0) return;
+  launch_pdl("adjust_logits_kernel", adjust_logits_kernel, unsigned(logits.rows()), 256, 0, stream,
+             logits.ptr<float>(), logits.cols(), d_rows, d_entries);
+  GS_CUDA_LAUNCHED("adjust_logits");
 }
 
 }  // namespace gs::cuda

@@ -19,13 +19,24 @@ void launch_sample(const Tensor& logits, const SamplingRow* d_rows, int num_rows
 // Top-n (ties to the lowest id) log-probabilities per row: ids [R, n] i32, logprobs [R, n] f32.
 void launch_top_logprobs(const Tensor& logits, int n, const Tensor& ids, const Tensor& logprobs, cudaStream_t stream);
 
-// logits[row·V + token] -= delta for each entry (entries name distinct (row, token) pairs).
-struct PenaltyEntry {
-  int row;
+// Backend::adjust_logits on the device: one block per row runs the four steps in order. The host
+// flattens each row's tokens into `entries` (row r owns [first, first + count)) and ships the
+// presence/frequency amount already evaluated (penalty_delta), so both backends round it once.
+struct AdjustEntry {
   int token;
-  float delta;
+  float bias;
+  float subtract;  // 0 when the token was never generated
+  int flags;       // kAdjustBanned | kAdjustRepeated
 };
-void launch_apply_penalties(const Tensor& logits, const PenaltyEntry* d_entries, int num_entries, cudaStream_t stream);
+constexpr int kAdjustBanned = 1, kAdjustRepeated = 2;
+struct AdjustRowInfo {
+  int first, count;         // into the entries
+  const int* prompt_set;    // device ids the repetition penalty covers besides the entries, or null
+  int prompt_set_size;
+  float repetition_penalty;
+};
+void launch_adjust_logits(const Tensor& logits, const AdjustRowInfo* d_rows, const AdjustEntry* d_entries,
+                          cudaStream_t stream);
 
 // Largest n top_logprobs supports.
 constexpr int kMaxTopLogprobs = 256;
