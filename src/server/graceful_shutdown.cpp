@@ -27,7 +27,9 @@ std::string requests(int n) { return fmt::format("{} request{}", n, n == 1 ? "" 
 
 DrainOutcome drain(HttpServer& http, std::chrono::duration<double> timeout, const std::function<void()>& abort_rest) {
   const auto start = Clock::now();
-  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(std::max(timeout, timeout.zero()));
+  // Clamped so that a huge timeout (or inf) cannot overflow the clock; 30 years is "forever".
+  const auto wait = std::clamp(timeout, timeout.zero(), std::chrono::duration<double>(1e9));
+  const auto deadline = start + std::chrono::duration_cast<Clock::duration>(wait);
   DrainOutcome out;
   out.in_flight = http.begin_drain();
   if (timeout.count() > 0) {

@@ -49,14 +49,15 @@ class GracefulShutdownTest : public ::testing::Test {
     }
     return pred();
   }
-  // A completion on its own connection, in the background; join `thread` for the answer.
+  // A completion on its own connection, in the background; join `thread` for the answer. (A
+  // jthread: a failed assertion that leaves early still joins it, bounded by the read timeout.)
   struct Call {
-    std::thread thread;
+    std::jthread thread;
     int status = 0;
     std::string body;
   };
   void post(Call& c, int max_tokens, bool stream) {
-    c.thread = std::thread([this, &c, max_tokens, stream] {
+    c.thread = std::jthread([this, &c, max_tokens, stream] {
       httplib::Client cl("127.0.0.1", port);
       cl.set_read_timeout(30, 0);
       json body = {{"prompt", "x"}, {"max_tokens", max_tokens}, {"stream", stream}};
@@ -108,7 +109,10 @@ TEST_F(GracefulShutdownTest, RunningRequestsFinishWhileNewOnesAreRefused) {
 
   DrainOutcome outcome;
   bool aborted = false;
-  std::thread drainer([&] { outcome = drain(*server, 60s, [&] { aborted = true; }); });
+  std::jthread drainer([&] { outcome = drain(*server, 60s, [&] { aborted = true; }); });
+  // Destroyed first if an assertion below leaves early, so that nothing waits on the held engine.
+  std::unique_ptr<gs::testing::TickingEngine, void (*)(gs::testing::TickingEngine*)> release(
+      engine.get(), [](gs::testing::TickingEngine* e) { e->hold(false); });
   ASSERT_TRUE(eventually([&] { return server->draining(); }));
 
   expect_refused(client->Post("/v1/completions", R"({"prompt":"x","max_tokens":3})", "application/json"));
