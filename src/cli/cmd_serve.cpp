@@ -36,7 +36,11 @@ std::atomic<int> g_stop_signals{0};
 
 extern "C" void on_stop_signal(int sig) {
   // A second Ctrl-C (or SIGTERM) while draining means "now".
-  if (g_stop_signals.fetch_add(1) > 0) _exit(128 + sig);
+  if (g_stop_signals.fetch_add(1) > 0) {
+    static const char msg[] = "second signal: exiting now, without finishing the requests in flight\n";
+    (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+    _exit(128 + sig);
+  }
   char c = static_cast<char>(sig);
   (void)!write(g_stop_pipe[1], &c, 1);
 }
