@@ -95,7 +95,7 @@ def long_body(max_tokens, stream):
 def drain_scenario():
     # One stream runs and two wait for its slot (--max-num-seqs 1) when SIGTERM comes: the drain
     # lasts three times as long as one stream, far longer than the checks below.
-    calls = [Call(long_body(200, True)) for _ in range(3)]
+    calls = [Call(long_body(100, True)) for _ in range(3)]
     wait_for(lambda: in_engine() == 3, "3 requests in the engine")
     os.kill(pid, signal.SIGTERM)
     wait_for(lambda: request("GET", "/health")[0] == 503, "/health to fail", limit=60)
@@ -113,7 +113,7 @@ def drain_scenario():
         assert c.status == 200, (c.status, c.body[-300:])
         ev = [json.loads(e) for e in events(c.body)]
         assert not any("error" in e for e in ev), c.body[-500:]
-        assert ev[-1]["usage"]["completion_tokens"] == 200, ev[-1]
+        assert ev[-1]["usage"]["completion_tokens"] == 100, ev[-1]
         assert ev[-2]["choices"][0]["finish_reason"] == "length", ev[-2]
     print("3 streams drained to their end; new requests got 503 and /health 503 meanwhile")
 
