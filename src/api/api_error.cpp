@@ -35,4 +35,10 @@ nlohmann::json error_body(int status, const std::string& message, const std::str
   return ApiError(status, message, error_type_for_status(status), param, code).to_json();
 }
 
+nlohmann::json stream_error_body(int status, const std::string& message) {
+  nlohmann::json body = error_body(status, message);
+  body["error"]["code"] = status;
+  return body;
+}
+
 }  // namespace gs::api

@@ -32,6 +32,10 @@ ApiError unsupported(std::string message, std::string param);
 // The OpenAI error body for any status/message (used for 401, 404, 413, 429, 500 ...).
 nlohmann::json error_body(int status, const std::string& message, const std::string& param = "",
                           const std::string& code = "");
+// The error event of a stream (sent before "data: [DONE]"): the error body with the HTTP status
+// the request would have had as its integer code, as vLLM sends it, since the stream's own status
+// (200) went out with its first byte.
+nlohmann::json stream_error_body(int status, const std::string& message);
 // OpenAI's error type for an HTTP status ("invalid_request_error", "authentication_error", ...).
 const char* error_type_for_status(int status);
 

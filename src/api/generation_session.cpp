@@ -125,9 +125,17 @@ void GenerationSession::consume(Choice& c, RequestOutput&& o, std::vector<Choice
     if (!tail.tool_calls.empty()) c.made_tool_calls = true;
     if (o.finish == FinishReason::Stop) {
       u.finish_reason = c.made_tool_calls ? "tool_calls" : "stop";
+    } else if (o.finish == FinishReason::Length) {
+      u.finish_reason = "length";
     } else {
+      // Error, or an abort this session did not ask for (its own aborts finish the choice here
+      // first, so their output is never read): the engine stopped, i.e. the server is shutting down.
+      const bool aborted = o.finish == FinishReason::Abort;
       u.finish_reason = finish_reason_name(o.finish);
-      if (o.finish == FinishReason::Error) u.error = o.error.empty() ? "the engine failed this request" : o.error;
+      u.error_status = aborted ? 503 : 500;
+      u.error = !o.error.empty() ? o.error
+                : aborted        ? "the server is shutting down: the request was stopped before it finished"
+                                 : "the engine failed this request";
     }
   }
   if (!u.finish_reason.empty()) finish_choice(c, u.finish_reason);

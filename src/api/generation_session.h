@@ -38,8 +38,14 @@ struct ChoiceUpdate {
   std::vector<int> tokens;                     // generated tokens consumed by this update
   std::vector<TokenLogprob> logprobs;          // for `tokens`, when asked
   std::vector<TokenLogprob> prompt_logprobs;   // once, with the first update, when asked
-  std::string finish_reason;                   // set on the last update of the choice
-  std::string error;                           // finish_reason "error"
+  // Set on the last update of the choice. With `error` set it is "error" or "abort", a label for
+  // metrics only: clients never see either (the stream's error event or the error response says
+  // what happened).
+  std::string finish_reason;
+  // The engine ended the choice without a result: it failed (500), or the server stopped it before
+  // it finished, at shutdown (503). A client's own abort never produces one (nobody reads it).
+  std::string error;
+  int error_status = 0;  // the HTTP status of `error`
 };
 
 class GenerationSession {

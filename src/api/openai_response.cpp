@@ -86,7 +86,10 @@ void ResponseAccumulator::add(const ChoiceUpdate& u) {
   c.logprobs.insert(c.logprobs.end(), u.logprobs.begin(), u.logprobs.end());
   c.prompt_logprobs.insert(c.prompt_logprobs.end(), u.prompt_logprobs.begin(), u.prompt_logprobs.end());
   if (!u.finish_reason.empty()) c.finish_reason = u.finish_reason;
-  if (!u.error.empty() && error_.empty()) error_ = u.error;
+  if (!u.error.empty() && error_.empty()) {
+    error_ = u.error;
+    error_status_ = u.error_status >= 500 ? u.error_status : 500;
+  }
 }
 
 json ResponseAccumulator::finish(const std::string& model_name, const Usage& usage) const {
@@ -167,8 +170,10 @@ std::vector<json> ChunkWriter::update(const ChoiceUpdate& u) {
   // Every update that consumed generated tokens is a chunk, even when they show no text yet (a
   // byte-fallback run held back, a skipped special token, an id the tokenizer lacks): clients
   // time tokens by chunks, as vLLM's server and benchmark do.
-  if (u.delta.empty() && u.finish_reason.empty() && !want_lp && u.tokens.empty()) return {};
-  json finish = u.finish_reason.empty() ? json(nullptr) : json(u.finish_reason);
+  // "error" and "abort" are not OpenAI finish reasons: an errored choice ends without one.
+  const bool finished = !u.finish_reason.empty() && u.error.empty();
+  if (u.delta.empty() && !finished && !want_lp && u.tokens.empty()) return {};
+  json finish = finished ? json(u.finish_reason) : json(nullptr);
   json j = base();
   if (chat) {
     json delta = json::object();

@@ -26,8 +26,9 @@ class ResponseAccumulator {
   ResponseAccumulator(const PreparedRequest& req, const Tokenizer& tok);
   void add(const ChoiceUpdate& u);
   nlohmann::json finish(const std::string& model_name, const Usage& usage) const;
-  // The first choice that ended with an engine error ("" when none).
+  // The first choice that ended with an error ("" when none) and the HTTP status it answers with.
   const std::string& error() const { return error_; }
+  int error_status() const { return error_status_; }
 
  private:
   struct Choice {
@@ -40,6 +41,7 @@ class ResponseAccumulator {
   const Tokenizer& tok_;
   std::map<int, Choice> choices_;
   std::string error_;
+  int error_status_ = 0;
 };
 
 // Streaming: chunk objects ("chat.completion.chunk" / "text_completion").
@@ -49,7 +51,8 @@ class ChunkWriter {
   // The first chunk of every chat choice carries the role (OpenAI sends it with empty content).
   std::vector<nlohmann::json> start() const;
   // Chunks for one update: one whenever it consumed generated tokens (content "" when they show
-  // no text yet), a finish reason or logprobs; none otherwise.
+  // no text yet), a finish reason or logprobs; none otherwise. A choice that ended with an error
+  // gets no finish reason (the stream's error event follows).
   std::vector<nlohmann::json> update(const ChoiceUpdate& u);
   // The trailing usage chunk (choices empty) of stream_options.include_usage.
   nlohmann::json usage_chunk(const Usage& usage) const;

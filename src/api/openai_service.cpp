@@ -27,14 +27,27 @@ bool SseStream::next(std::string& out, std::chrono::milliseconds wait) {
   }
   for (const auto& u : updates) {
     for (const auto& j : writer_.update(u)) out += sse_event(j);
-    if (!u.error.empty() && error_.empty()) error_ = u.error;
+    if (!u.error.empty() && error_.empty()) {
+      error_ = u.error;
+      error_status_ = u.error_status >= 500 ? u.error_status : 500;
+    }
   }
   if (running) return true;
-  if (!error_.empty()) out += sse_event(error_body(500, error_));
   if (session_->request().api.include_usage) out += sse_event(writer_.usage_chunk(session_->usage()));
+  // Last before [DONE]: the official clients raise on an error event, so what precedes it is read.
+  if (!error_.empty()) out += sse_event(stream_error_body(error_status_, error_));
   out += kSseDone;
   done_ = true;
   return false;
+}
+
+void SseStream::cancel(int status, const std::string& message) {
+  if (done_ || session_->finished()) return;
+  session_->abort();
+  if (error_.empty()) {
+    error_ = message;
+    error_status_ = status;
+  }
 }
 
 // ---- OpenAIService ----------------------------------------------------------------------------
@@ -79,7 +92,7 @@ json OpenAIService::complete(PreparedRequest req, const std::function<bool()>& c
       }
     }
   }
-  if (!acc.error().empty()) throw ApiError(500, acc.error(), "server_error");
+  if (!acc.error().empty()) throw ApiError(acc.error_status(), acc.error(), error_type_for_status(acc.error_status()));
   return acc.finish(model_->name, session->usage());
 }
 

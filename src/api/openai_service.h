@@ -25,7 +25,11 @@ class SseStream {
   // Appends the SSE text that became ready within `wait` (possibly none). Returns false after
   // the final "data: [DONE]" has been appended.
   bool next(std::string& out, std::chrono::milliseconds wait);
+  // The client went away: the request is aborted in the engine; nothing more is worth sending.
   void abort() { session_->abort(); }
+  // The server ends the stream (it is shutting down): the request is aborted in the engine and the
+  // stream ends with an error event of `status` (then [DONE]), as when the engine ends it.
+  void cancel(int status, const std::string& message);
   const PreparedRequest& request() const { return session_->request(); }
 
  private:
@@ -33,6 +37,7 @@ class SseStream {
   ChunkWriter writer_;
   bool started_ = false, done_ = false;
   std::string error_;
+  int error_status_ = 0;
 };
 
 // Thrown by OpenAIService::complete when the client went away before the response was ready.
@@ -47,7 +52,8 @@ class OpenAIService {
   // Parses and prepares a request body (ApiError on anything wrong with it).
   PreparedRequest prepare(Endpoint endpoint, const std::string& body) const;
   PreparedRequest prepare(OpenAIRequest req) const;
-  // Runs a non-streaming request to the end and returns the response object. `client_gone`,
+  // Runs a non-streaming request to the end and returns the response object; a choice the engine
+  // failed or stopped is an ApiError (500, or 503 at shutdown). `client_gone`,
   // when given, is asked a few times a second; once it says true the request is aborted in the
   // engine (its pages return at once) and ClientGone is thrown.
   nlohmann::json complete(PreparedRequest req, const std::function<bool()>& client_gone = {});

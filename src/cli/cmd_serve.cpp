@@ -13,7 +13,11 @@
 #include "cli/serving_stack.h"
 #include "core/error.h"
 #include "core/log.h"
+<<<<<<< HEAD
 #include "server/api_key.h"
+=======
+#include "server/graceful_shutdown.h"
+>>>>>>> h-drain
 #include "server/http_server.h"
 #include "server/listen_socket.h"
 #include "server/stats_logger.h"
@@ -30,14 +34,21 @@ struct ServeOptions {
   double kv_cache_gib = 0;
   bool disable_log_stats = false;
   double log_stats_interval = 10;
+  // Under Kubernetes' default terminationGracePeriodSeconds (30): the abort and exit that follow a
+  // drain that timed out still happen before the kubelet's SIGKILL.
+  double shutdown_timeout = 25;
 };
 
 int g_stop_pipe[2] = {-1, -1};
 std::atomic<int> g_stop_signals{0};
 
 extern "C" void on_stop_signal(int sig) {
-  // A second Ctrl-C while shutting down means "now".
-  if (g_stop_signals.fetch_add(1) > 0) _exit(128 + sig);
+  // A second Ctrl-C (or SIGTERM) while draining means "now".
+  if (g_stop_signals.fetch_add(1) > 0) {
+    static const char msg[] = "second signal: exiting now, without finishing the requests in flight\n";
+    (void)!write(STDERR_FILENO, msg, sizeof msg - 1);
+    _exit(128 + sig);
+  }
   char c = static_cast<char>(sig);
   (void)!write(g_stop_pipe[1], &c, 1);
 }
@@ -46,6 +57,7 @@ int serve(ServeOptions o) {
   o.stack.engine.enable_prefix_caching = !o.no_prefix_caching;
   o.stack.engine.kv_cache_memory_bytes = static_cast<size_t>(o.kv_cache_gib * (1ull << 30));
   GS_CHECK(o.http.port >= 0 && o.http.port <= 65535, "--port {} is not a TCP port", o.http.port);
+<<<<<<< HEAD
   if (const char* env = std::getenv(server::kApiKeyEnv)) o.api_key.env = env;
   o.http.api_key = server::resolve_api_key(o.api_key);
   if (o.http.api_key.empty() && !server::is_loopback_host(o.http.host)) {
@@ -54,6 +66,9 @@ int serve(ServeOptions o) {
   }
   // Bound before the model loads (minutes, for a large one): a taken port fails now, not then.
   server::ListenSocket listen_socket = server::ListenSocket::open(o.http.host, o.http.port, o.http.listen_backlog);
+=======
+  GS_CHECK(o.shutdown_timeout >= 0, "--shutdown-timeout {} is negative", o.shutdown_timeout);
+>>>>>>> h-drain
 
   // SIGINT/SIGTERM only write to a pipe (any thread may take them: OpenBLAS starts threads before
   // main); the waiter thread below reads it and runs the shutdown outside signal context.
@@ -77,12 +92,15 @@ int serve(ServeOptions o) {
     char sig = 0;
     while (read(g_stop_pipe[0], &sig, 1) < 0 && errno == EINTR) {
     }
-    if (sig == SIGINT || sig == SIGTERM) {
-      log::info("{}: shutting down (aborting running requests)", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    const bool signalled = sig == SIGINT || sig == SIGTERM;
+    if (signalled) {
+      log::info("{}: shutting down gracefully (a second signal exits at once)", sig == SIGINT ? "SIGINT" : "SIGTERM");
     }
-    http.begin_shutdown();    // new requests get 503, open streams end
-    stack->engine().stop();   // every request in the engine finishes as aborted
-    http.stop();              // close the listener, join connection threads
+    // The HTTP server stopping by itself can answer nobody: then there is nothing to wait for.
+    std::chrono::duration<double> timeout(signalled ? o.shutdown_timeout : 0);
+    server::drain(http, timeout, [&] { stack->engine().stop(); });  // the engine's requests end with 503
+    stack->engine().stop();
+    http.stop();  // close the listener, join connection threads
   });
 
   log::info("serving model '{}' (max model length {}) on http://{}:{}{}", stack->serving_model()->name,
@@ -181,6 +199,15 @@ GS_REGISTER_COMMAND(serve, "serve", "Serve a model over an OpenAI-compatible HTT
                       app.add_option("--seed", e.seed, "Base seed for requests without one (0: random)")
                           ->capture_default_str();
                       app.add_option("--max-body-bytes", o->http.max_body_bytes, "Largest request body; larger get 413")
+                          ->capture_default_str();
+                      app.add_option("--shutdown-timeout", o->shutdown_timeout,
+                                     "Seconds that running and queued requests get to finish after SIGTERM or "
+                                     "SIGINT. Meanwhile new requests get 503, /health answers 503 (draining) and "
+                                     "/metrics shows gemmaserve_server_draining 1; requests still running at the "
+                                     "end are aborted, their clients getting a 503 error (a stream: an error event "
+                                     "before [DONE]). 0: abort at once. The default fits Kubernetes' default "
+                                     "terminationGracePeriodSeconds of 30. The exit code is 0 after a drain, also "
+                                     "one that timed out; a second signal exits at once with 128 + its number")
                           ->capture_default_str();
                       app.add_option("--http-threads", o->http.http_threads,
                                      "Connections served at once: each open stream or kept-alive connection holds a "

@@ -34,6 +34,10 @@ bool lists_method(const std::string& allow, const std::string& method) {
 
 bool is_public_path(const std::string& path) { return path == "/health" || path == "/metrics"; }
 
+constexpr const char* kDrainingRefusal =
+    "the server is shutting down: it finishes the requests it has and accepts no new ones";
+constexpr const char* kStoppedStream = "the server is shutting down: the request was stopped before it finished";
+
 // How long a stream may stay silent (request queued, model slow) before a comment line is sent;
 // the write is what notices a client that went away.
 constexpr auto kStreamPing = std::chrono::seconds(1);
@@ -69,7 +73,15 @@ void HttpServer::run() {
   if (!shutting_down_) http_->run(static_cast<size_t>(std::max(4, opts_.http_threads)));
 }
 
-void HttpServer::begin_shutdown() { shutting_down_ = true; }
+int HttpServer::begin_drain() {
+  metrics_.set_draining(true);
+  return gate_.close();
+}
+
+void HttpServer::begin_shutdown() {
+  begin_drain();
+  shutting_down_ = true;
+}
 
 void HttpServer::stop() {
   begin_shutdown();
@@ -95,8 +107,9 @@ void HttpServer::install_routes() {
   httplib::Server& s = *http_;
 
   s.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    if (shutting_down_) {
-      send_json(res, 503, api::error_body(503, "the server is shutting down"));
+    if (draining() && !is_public_path(req.path)) {
+      metrics_.on_http_error(503);
+      send_json(res, 503, api::error_body(503, kDrainingRefusal));
       return httplib::Server::HandlerResponse::Handled;
     }
     if (!opts_.api_key.empty() && !is_public_path(req.path)) {
@@ -154,6 +167,14 @@ void HttpServer::install_routes() {
 
   auto generate = [this](api::Endpoint endpoint) {
     return [this, endpoint](const httplib::Request& req, httplib::Response& res) {
+      // Held until the response is written (streams: by the content provider), so a drain waits
+      // for it; refused once the drain began after this request passed the pre-routing check.
+      std::shared_ptr<RequestGate::Pass> pass = gate_.admit();
+      if (!pass) {
+        metrics_.on_http_error(503);
+        send_json(res, 503, api::error_body(503, kDrainingRefusal));
+        return;
+      }
       try {
         api::PreparedRequest prepared = service_.prepare(endpoint, req.body);
         if (!prepared.api.stream) {
@@ -164,11 +185,11 @@ void HttpServer::install_routes() {
         res.set_header("Cache-Control", "no-cache");
         res.set_chunked_content_provider(
             "text/event-stream",
-            [this, stream](size_t, httplib::DataSink& sink) {
+            [this, stream, pass](size_t, httplib::DataSink& sink) {
               std::string buf;
               auto last_write = std::chrono::steady_clock::now();
               while (true) {
-                if (shutting_down_) stream->abort();
+                if (shutting_down_) stream->cancel(503, kStoppedStream);
                 buf.clear();
                 bool more = stream->next(buf, kStreamPoll);
                 auto now = std::chrono::steady_clock::now();
@@ -221,7 +242,10 @@ void HttpServer::install_routes() {
   route("GET", "/v1/models/(.+)", simple([this](const httplib::Request& req) { return service_.model(req.matches[1]); }));
   route("POST", "/tokenize", simple([this](const httplib::Request& req) { return service_.tokenize(req.body); }));
   route("POST", "/detokenize", simple([this](const httplib::Request& req) { return service_.detokenize(req.body); }));
-  route("GET", "/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, 200, {{"status", "ok"}}); });
+  route("GET", "/health", [this](const httplib::Request&, httplib::Response& res) {
+    if (draining()) send_json(res, 503, {{"status", "draining"}});
+    else send_json(res, 200, {{"status", "ok"}});
+  });
   route("GET", "/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_.render(service_.engine().stats()), "text/plain; version=0.0.4; charset=utf-8");
   });

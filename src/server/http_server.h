@@ -1,8 +1,10 @@
 // The HTTP face of the OpenAI API: cpp-httplib routes (405 with Allow for a known path's wrong
 // method), API-key check, body-size limit, SSE streaming, abort on client disconnect (streaming or
-// not), /metrics, /health, and a graceful stop. Sockets and threads: http_listener.h.
+// not), /metrics, /health, and a graceful stop (a drain: see graceful_shutdown.h). Sockets and
+// threads: http_listener.h.
 #pragma once
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -13,6 +15,7 @@
 
 #include "api/openai_service.h"
 #include "server/listen_socket.h"
+#include "server/request_gate.h"
 #include "server/server_metrics.h"
 
 namespace httplib {
@@ -50,9 +53,21 @@ class HttpServer {
   int bind(ListenSocket socket);
   // Serves until stop(); returns when every connection thread has finished.
   void run();
-  // Stops accepting and ends open streams (their requests are aborted). Safe from any thread,
-  // also before run() was called; idempotent.
+
+  // Draining: new generation requests, and every route but /health and /metrics, get 503; /health
+  // answers 503 {"status": "draining"} (readiness fails, so load balancers stop sending); requests
+  // already admitted run on. Returns how many are in flight. Safe from any thread; idempotent.
+  int begin_drain();
+  bool draining() const { return gate_.closed(); }
+  // Generation requests admitted and not yet answered in full (a stream: its last event written).
+  int in_flight() const { return gate_.in_flight(); }
+  // Waits until in_flight() is 0 or `deadline` passes; returns whether it is 0.
+  bool wait_drained(std::chrono::steady_clock::time_point deadline) const { return gate_.wait_empty(deadline); }
+
+  // Drains, and ends open streams now: their requests are aborted and each stream ends with an
+  // error event (503). Safe from any thread, also before run() was called; idempotent.
   void begin_shutdown();
+  // begin_shutdown(), then closes the listener: run() returns once every connection has ended.
   void stop();
   bool shutting_down() const { return shutting_down_.load(); }
 
@@ -70,6 +85,7 @@ class HttpServer {
   ServerOptions opts_;
   std::unique_ptr<HttpListener> http_;
   std::vector<std::pair<std::regex, std::string>> routes_;  // path pattern, method
+  RequestGate gate_;
   std::atomic<bool> shutting_down_{false};
 };
 

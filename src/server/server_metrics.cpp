@@ -43,6 +43,9 @@ void ServerMetrics::on_http_error(int status) {
 
 std::string ServerMetrics::render(const EngineStats& s) const {
   std::string out;
+  metric(out, "gemmaserve_server_draining", "gauge",
+         "1 while the server shuts down gracefully: it finishes running and queued requests and refuses new ones.");
+  out += fmt::format("gemmaserve_server_draining {}\n", draining_.load() ? 1 : 0);
   metric(out, "gemmaserve_requests_running", "gauge", "Requests in the engine's running batch.");
   out += fmt::format("gemmaserve_requests_running {}\n", s.running);
   metric(out, "gemmaserve_requests_waiting", "gauge", "Requests queued in the engine, not yet running.");
@@ -97,7 +100,9 @@ std::string ServerMetrics::render(const EngineStats& s) const {
   itl_.render(out, "gemmaserve_inter_token_latency_seconds", "Time between consecutive tokens of a request.");
 
   std::lock_guard<std::mutex> lock(mu_);
-  metric(out, "gemmaserve_request_success_total", "counter", "Choices finished, by finish reason.");
+  metric(out, "gemmaserve_request_success_total", "counter",
+         "Choices finished, by finish reason (abort: the client went away, or the server stopped the request at "
+         "shutdown; error: the engine failed it).");
   for (const auto& [reason, n] : finished_by_reason_) {
     out += fmt::format("gemmaserve_request_success_total{{finished_reason=\"{}\"}} {}\n", reason, n);
   }

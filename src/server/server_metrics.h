@@ -23,6 +23,8 @@ class ServerMetrics : public api::RequestObserver {
   void on_request_finished(const api::Usage& usage) override;
   // An HTTP request answered with an error status (400, 401, 413, 429, ...).
   void on_http_error(int status);
+  // The server stopped accepting work and finishes what it has (a graceful shutdown).
+  void set_draining(bool draining) { draining_ = draining; }
 
   std::string render(const EngineStats& engine) const;
 
@@ -32,6 +34,7 @@ class ServerMetrics : public api::RequestObserver {
   std::map<std::string, uint64_t> finished_by_reason_;
   std::map<int, uint64_t> http_errors_;
   std::atomic<uint64_t> requests_finished_{0}, cached_prompt_tokens_{0};
+  std::atomic<bool> draining_{false};
 };
 
 }  // namespace gs::server

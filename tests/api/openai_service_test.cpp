@@ -318,6 +318,91 @@ TEST_F(ServiceTest, TokenizeAndDetokenize) {
   EXPECT_THROW(service->tokenize(R"({})"), ApiError);
 }
 
+// The engine stopping a request (shutdown: the drain timed out, or --shutdown-timeout 0) is not
+// a result: a plain request is a 503 error, a stream ends with an error event; neither says
+// finish_reason "abort", which is no OpenAI value.
+TEST_F(ServiceTest, EngineAbortIsA503NotAFinishReason) {
+  emit("Hello world", "");
+  engine.end_with = FinishReason::Abort;
+  for (Endpoint e : {Endpoint::ChatCompletions, Endpoint::Completions}) {
+    json body = e == Endpoint::ChatCompletions ? chat({{"max_tokens", 50}}) : json{{"prompt", "x"}, {"max_tokens", 50}};
+    try {
+      complete(e, body);
+      FAIL() << "an aborted request must not answer 200";
+    } catch (const ApiError& err) {
+      EXPECT_EQ(err.status(), 503);
+      EXPECT_EQ(err.to_json()["error"]["type"], "service_unavailable_error");
+      EXPECT_NE(std::string(err.what()).find("shutting down"), std::string::npos) << err.what();
+    }
+
+    body["stream"] = true;
+    body["stream_options"] = {{"include_usage", true}};
+    std::string raw;
+    std::vector<json> events = stream(e, body, &raw);
+    EXPECT_EQ(raw.find("\"abort\""), std::string::npos) << raw;
+    ASSERT_GE(events.size(), 2u) << raw;
+    // What was generated reached the client, then the usage, then the error, last before [DONE].
+    std::string text;
+    for (const json& ev : events) {
+      if (!ev.contains("choices") || ev["choices"].empty()) continue;
+      const json& c = ev["choices"][0];
+      EXPECT_TRUE(c["finish_reason"].is_null()) << ev;
+      if (c.contains("delta") && c["delta"].contains("content")) text += c["delta"]["content"].get<std::string>();
+      if (c.contains("text")) text += c["text"].get<std::string>();
+    }
+    EXPECT_EQ(text, "Hello world");
+    EXPECT_EQ(events[events.size() - 2]["usage"]["completion_tokens"], 2);
+    const json& err = events.back();
+    ASSERT_TRUE(err.contains("error")) << err;
+    EXPECT_EQ(err["error"]["code"], 503);
+    EXPECT_EQ(err["error"]["type"], "service_unavailable_error");
+    EXPECT_TRUE(err["error"]["message"].is_string());
+  }
+}
+
+// An engine failure: 500, and no finish_reason "error" in the stream either.
+TEST_F(ServiceTest, EngineErrorIsA500) {
+  emit("Hi", "");
+  engine.end_with = FinishReason::Error;
+  engine.end_error = "the device fell over";
+  try {
+    complete(Endpoint::Completions, {{"prompt", "x"}, {"max_tokens", 50}});
+    FAIL();
+  } catch (const ApiError& err) {
+    EXPECT_EQ(err.status(), 500);
+    EXPECT_STREQ(err.what(), "the device fell over");
+  }
+  std::string raw;
+  std::vector<json> events = stream(Endpoint::Completions, {{"prompt", "x"}, {"max_tokens", 50}, {"stream", true}}, &raw);
+  EXPECT_EQ(raw.find("\"error\"}"), std::string::npos) << "no finish_reason \"error\": " << raw;
+  ASSERT_FALSE(events.empty());
+  EXPECT_EQ(events.back()["error"]["code"], 500);
+  EXPECT_EQ(events.back()["error"]["message"], "the device fell over");
+}
+
+// The server cancelling a stream (it stops while the stream runs): the request is aborted in the
+// engine and the client is told so by an error event, not a bare [DONE].
+TEST_F(ServiceTest, CancelledStreamEndsWithAnErrorEvent) {
+  emit("abc", "");
+  engine.end_with = FinishReason::None;  // the scripted request never ends by itself
+  auto s = service->stream(service->prepare(Endpoint::Completions, R"({"prompt":"x","max_tokens":50,"stream":true})"));
+  std::string text;
+  ASSERT_TRUE(s->next(text, std::chrono::milliseconds(10)));
+  s->cancel(503, "the server is shutting down");
+  while (s->next(text, std::chrono::milliseconds(10))) {
+  }
+  EXPECT_EQ(engine.aborted.count(engine.submitted[0].id), 1u);
+  const std::string tail = "data: [DONE]\n\n";
+  ASSERT_GE(text.size(), tail.size());
+  EXPECT_EQ(text.substr(text.size() - tail.size()), tail);
+  size_t ev = text.rfind("data: {", text.size() - tail.size());
+  ASSERT_NE(ev, std::string::npos);
+  json err = json::parse(text.substr(ev + 6, text.size() - tail.size() - ev - 8));
+  EXPECT_EQ(err["error"]["code"], 503);
+  EXPECT_EQ(err["error"]["message"], "the server is shutting down");
+  EXPECT_EQ(text.find("\"abort\""), std::string::npos) << text;
+}
+
 TEST_F(ServiceTest, ModelsList) {
   json m = service->models();
   EXPECT_EQ(m["object"], "list");

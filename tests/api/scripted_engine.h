@@ -20,6 +20,10 @@ class ScriptedEngine : public api::EngineClient {
   int max_len = 4096;
   int queue_limit = 1 << 30;  // submissions beyond this many are refused with 429
   int cached_tokens = 0;
+  // How a request whose script runs out before max_tokens ends: Stop (the model's EOS), or Error /
+  // Abort with `end_error`, as the engine ends requests it fails or stops (shutdown).
+  FinishReason end_with = FinishReason::Stop;
+  std::string end_error;
 
   Engine::SubmitResult submit(GenerationRequest req) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -32,8 +36,9 @@ class ScriptedEngine : public api::EngineClient {
       RequestOutput o;
       o.prompt_tokens = static_cast<int>(req.prompt.size());
       o.cached_prompt_tokens = cached_tokens;
-      if (i >= toks.size()) {  // script ran out before max_tokens: the model "stopped"
-        o.finish = FinishReason::Stop;
+      if (i >= toks.size()) {  // script ran out before max_tokens: the model "stopped" (or see end_with)
+        o.finish = end_with;
+        o.error = end_error;
         o.completion_tokens = n;
         req.output->push(o);
         return {true, 200, ""};

@@ -10,7 +10,8 @@ trap 'gs_cleanup; rm -rf "$work"' EXIT
 fail() { echo "FAIL: $*"; echo "---- server log (tail) ----"; tail -30 "$work/server.log" 2>/dev/null; exit 1; }
 json_get() { python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(eval(sys.argv[2], {"d": d}))' "$@"; }
 
-gs_start_server "$bin" "$work/server.log" --backend cpu --max-model-len 1024
+# A short drain for step 4 (tests/e2e/graceful_shutdown.sh tests the drain itself).
+gs_start_server "$bin" "$work/server.log" --backend cpu --max-model-len 1024 --shutdown-timeout 1
 
 # 1. The README's example, verbatim but for the port.
 python3 - "$src/README.md" >"$work/readme_cmd.sh" <<'PY'
@@ -45,9 +46,11 @@ curl -s --max-time 30 "$GS_BASE_URL/detokenize" -H 'Content-Type: application/js
 [ "$(json_get "$work/detok.json" 'd["prompt"]')" = "The quick brown fox" ] || fail "tokenize round trip: $(cat "$work/detok.json")"
 echo "ok   tokenize round trip"
 
-# 4. Graceful shutdown while a client streams: the server exits 0 promptly and the stream ends.
+# 4. Graceful shutdown while a client streams: the server exits 0 once the 1 s drain is over, and
+# the stream ends with [DONE] after its error event (or, on a machine fast enough to finish it,
+# its finish_reason).
 curl -sN --max-time 120 "$GS_BASE_URL/v1/completions" -H 'Content-Type: application/json' \
-  -d '{"prompt":"Hello","max_tokens":100000,"ignore_eos":true,"stream":true}' >"$work/long.txt" 2>/dev/null &
+  -d '{"prompt":"Hello","max_tokens":1000,"ignore_eos":true,"stream":true}' >"$work/long.txt" 2>/dev/null &
 curl_pid=$!
 for _ in $(seq 100); do [ -s "$work/long.txt" ] && break; sleep 0.1; done
 [ -s "$work/long.txt" ] || fail "long stream produced nothing"
@@ -56,6 +59,10 @@ for _ in $(seq 100); do kill -0 "$curl_pid" 2>/dev/null || break; sleep 0.1; don
 if kill -0 "$curl_pid" 2>/dev/null; then kill "$curl_pid"; fail "stream still open after the server exited"; fi
 wait "$curl_pid" || true
 grep -q "shutting down" "$work/server.log" || fail "no shutdown log line"
+grep -q '^data: {"choices"' "$work/long.txt" || fail "the long stream carried no chunk: $(head -c 300 "$work/long.txt")"
+tail -c 14 "$work/long.txt" | grep -q '^data: \[DONE\]$' || fail "the cut stream does not end with data: [DONE]"
+grep -q -e '^data: {"error":{"code":503' -e '"finish_reason":"length"' "$work/long.txt" \
+  || fail "the stream ended with neither an error event nor its finish_reason"
 echo "ok   graceful SIGTERM with an open stream"
 
 # 5. gemmaserve run: one chat turn on the terminal; greedy output is reproducible.

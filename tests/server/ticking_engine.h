@@ -1,7 +1,8 @@
 // An EngineClient for HTTP tests that behaves in time like the real engine: a thread emits one
 // token per request every tick until max_tokens, an abort, or stop(). `active()` counts requests
 // not yet finished, the stand-in for "pages held", so tests can check that a client that
-// disconnects gets its request aborted.
+// disconnects gets its request aborted. hold(true) pauses every request (no tokens) until
+// hold(false), so a test can look at the server while requests are certainly still running.
 #pragma once
 #include <atomic>
 #include <chrono>
@@ -69,6 +70,10 @@ class TickingEngine : public api::EngineClient {
     std::lock_guard<std::mutex> lock(mu_);
     return static_cast<int>(aborted_.size());
   }
+  void hold(bool held) {
+    std::lock_guard<std::mutex> lock(mu_);
+    held_ = held;
+  }
   int queue_limit = 1 << 30;
 
  private:
@@ -80,6 +85,7 @@ class TickingEngine : public api::EngineClient {
     std::unique_lock<std::mutex> lock(mu_);
     while (!stopping_) {
       cv_.wait_for(lock, tick_, [&] { return stopping_; });
+      if (held_) continue;
       for (auto it = live_.begin(); it != live_.end();) {
         Live& l = it->second;
         RequestOutput o;
@@ -103,6 +109,7 @@ class TickingEngine : public api::EngineClient {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
+  bool held_ = false;
   std::map<std::string, Live> live_;
   std::set<std::string> aborted_;
   int submitted_ = 0;
