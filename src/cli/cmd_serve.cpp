@@ -13,11 +13,8 @@
 #include "cli/serving_stack.h"
 #include "core/error.h"
 #include "core/log.h"
-<<<<<<< HEAD
 #include "server/api_key.h"
-=======
 #include "server/graceful_shutdown.h"
->>>>>>> h-drain
 #include "server/http_server.h"
 #include "server/listen_socket.h"
 #include "server/stats_logger.h"
@@ -57,7 +54,7 @@ int serve(ServeOptions o) {
   o.stack.engine.enable_prefix_caching = !o.no_prefix_caching;
   o.stack.engine.kv_cache_memory_bytes = static_cast<size_t>(o.kv_cache_gib * (1ull << 30));
   GS_CHECK(o.http.port >= 0 && o.http.port <= 65535, "--port {} is not a TCP port", o.http.port);
-<<<<<<< HEAD
+  GS_CHECK(o.shutdown_timeout >= 0, "--shutdown-timeout {} is negative", o.shutdown_timeout);
   if (const char* env = std::getenv(server::kApiKeyEnv)) o.api_key.env = env;
   o.http.api_key = server::resolve_api_key(o.api_key);
   if (o.http.api_key.empty() && !server::is_loopback_host(o.http.host)) {
@@ -66,9 +63,6 @@ int serve(ServeOptions o) {
   }
   // Bound before the model loads (minutes, for a large one): a taken port fails now, not then.
   server::ListenSocket listen_socket = server::ListenSocket::open(o.http.host, o.http.port, o.http.listen_backlog);
-=======
-  GS_CHECK(o.shutdown_timeout >= 0, "--shutdown-timeout {} is negative", o.shutdown_timeout);
->>>>>>> h-drain
 
   // SIGINT/SIGTERM only write to a pipe (any thread may take them: OpenBLAS starts threads before
   // main); the waiter thread below reads it and runs the shutdown outside signal context.
