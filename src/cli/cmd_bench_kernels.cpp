@@ -21,6 +21,7 @@
 #include "kernels/backends.h"
 #ifdef GEMMASERVE_HAVE_CUDA
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda_bench/attention_bench.h"
 #endif
 
 namespace gs::cli {

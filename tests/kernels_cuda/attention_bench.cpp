@@ -9,6 +9,7 @@
 
 #include "attention_harness.h"
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda_bench/attention_bench.h"
 #include "kernels/cuda/kernel_policy.h"
 
 namespace gs::test {

@@ -29,7 +29,8 @@ build() {  # src -> obj
 }
 export -f build
 export OUT NVCC NVFLAGS CXXFLAGS
-SRCS="$(ls src/kernels/cuda/attention_*.cu src/kernels/cuda/attention_*.cpp) src/kernels/cuda/cuda_check.cpp
+SRCS="$(ls src/kernels/cuda/attention_*.cu src/kernels/cuda/attention_*.cpp) src/kernels/cuda_bench/attention_bench.cu
+      src/kernels/cuda/cuda_check.cpp
       src/kernels/cuda/kernel_policy.cpp src/kernels/cuda/kernel_policy_env.cpp
       src/core/tensor.cpp src/core/dtype.cpp
       tests/kernels_cuda/attention_harness.cpp tests/kernels_cuda/attention_test.cpp tests/kernels_cuda/attention_bench.cpp"

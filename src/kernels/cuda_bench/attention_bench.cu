@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "kernels/cuda/attention.h"
+#include "kernels/cuda_bench/attention_bench.h"
 #include "kernels/cuda/attention_plan.cuh"
 #include "kernels/cuda/cuda_check.h"
 
