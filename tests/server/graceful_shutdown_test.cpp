@@ -7,9 +7,8 @@
 
 #include <thread>
 
-#include "api/fake_tokenizer.h"
 #include "server/graceful_shutdown.h"
-#include "server/ticking_engine.h"
+#include "server/in_process_server.h"
 
 namespace gs::server {
 namespace {
@@ -17,38 +16,10 @@ namespace {
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-class GracefulShutdownTest : public ::testing::Test {
+class GracefulShutdownTest : public InProcessServer {
  protected:
-  void SetUp() override {
-    engine = std::make_unique<gs::testing::TickingEngine>(2ms);
-    auto tok = std::make_shared<gs::testing::FakeTokenizer>();
-    GenerationConfig gen;
-    gen.eos_token_ids = {1};
-    auto model = std::make_shared<api::ServingModel>("demo", tok, nullptr, gen);
-    service = std::make_unique<api::OpenAIService>(*engine, model, &metrics);
-    ServerOptions opts;
-    opts.port = 0;
-    server = std::make_unique<HttpServer>(*service, metrics, opts);
-    port = server->bind();
-    thread = std::thread([this] { server->run(); });
-    client = std::make_unique<httplib::Client>("127.0.0.1", port);
-    client->set_read_timeout(20, 0);
-  }
-  void TearDown() override {
-    engine->hold(false);
-    server->stop();
-    thread.join();
-    engine->stop();
-  }
-  template <class F>
-  bool eventually(F pred, std::chrono::milliseconds limit = 10000ms) {
-    auto end = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < end) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(5ms);
-    }
-    return pred();
-  }
+  void SetUp() override { start({}, 2ms, nullptr, 20); }
+
   // A completion on its own connection, in the background; join `thread` for the answer. (A
   // jthread: a failed assertion that leaves early still joins it, bounded by the read timeout.)
   struct Call {
@@ -88,13 +59,6 @@ class GracefulShutdownTest : public ::testing::Test {
     EXPECT_NE(j["error"]["message"].get<std::string>().find("shutting down"), std::string::npos);
   }
 
-  ServerMetrics metrics;
-  std::unique_ptr<gs::testing::TickingEngine> engine;
-  std::unique_ptr<api::OpenAIService> service;
-  std::unique_ptr<HttpServer> server;
-  std::unique_ptr<httplib::Client> client;
-  std::thread thread;
-  int port = 0;
 };
 
 TEST_F(GracefulShutdownTest, RunningRequestsFinishWhileNewOnesAreRefused) {

@@ -12,9 +12,7 @@
 #include <regex>
 #include <thread>
 
-#include "api/fake_tokenizer.h"
-#include "server/http_server.h"
-#include "server/ticking_engine.h"
+#include "server/in_process_server.h"
 
 namespace gs::server {
 namespace {
@@ -51,37 +49,10 @@ std::string read_to_end(int fd) {
   return out;
 }
 
-class HttpServerTest : public ::testing::Test {
+class HttpServerTest : public InProcessServer {
  protected:
   void start(ServerOptions opts = {}, std::chrono::milliseconds tick = 2ms) {
-    engine = std::make_unique<gs::testing::TickingEngine>(tick);
-    auto tok = std::make_shared<gs::testing::FakeTokenizer>();
-    GenerationConfig gen;
-    gen.eos_token_ids = {1};
-    auto model = std::make_shared<api::ServingModel>("demo", tok, std::make_shared<ChatTemplate>(kTemplate), gen);
-    service = std::make_unique<api::OpenAIService>(*engine, model, &metrics);
-    opts.host = "127.0.0.1";
-    opts.port = 0;
-    server = std::make_unique<HttpServer>(*service, metrics, opts);
-    port = server->bind();
-    thread = std::thread([this] { server->run(); });
-    client = std::make_unique<httplib::Client>("127.0.0.1", port);
-    client->set_read_timeout(10, 0);
-  }
-  void TearDown() override {
-    if (server) server->stop();
-    if (thread.joinable()) thread.join();
-    if (engine) engine->stop();
-  }
-  // Waits (bounded) until pred() holds.
-  template <class F>
-  bool eventually(F pred, std::chrono::milliseconds limit = 5000ms) {
-    auto end = std::chrono::steady_clock::now() + limit;
-    while (std::chrono::steady_clock::now() < end) {
-      if (pred()) return true;
-      std::this_thread::sleep_for(5ms);
-    }
-    return pred();
+    InProcessServer::start(opts, tick, kTemplate);
   }
   static void expect_error_shape(const httplib::Result& r, int status) {
     ASSERT_TRUE(r) << "no response";
@@ -95,13 +66,6 @@ class HttpServerTest : public ::testing::Test {
     EXPECT_TRUE(j["error"].contains("code"));
   }
 
-  ServerMetrics metrics;
-  std::unique_ptr<gs::testing::TickingEngine> engine;
-  std::unique_ptr<api::OpenAIService> service;
-  std::unique_ptr<HttpServer> server;
-  std::unique_ptr<httplib::Client> client;
-  std::thread thread;
-  int port = 0;
 };
 
 TEST_F(HttpServerTest, HealthModelsAndCompletion) {
