@@ -1,6 +1,7 @@
 // Soak: a few thousand short requests from many concurrent clients, a fraction of them hanging up
 // mid-stream or mid-request, then the server must be idle with zero KV pages held.
-// Bounded: GS_SOAK_REQUESTS requests (default 3000), GS_SOAK_SECONDS overall limit (default 150).
+// Bounded: GS_SOAK_REQUESTS requests (default 3000), GS_SOAK_SECONDS overall limit (default 150;
+// the sanitized build's ctest runs fewer: tests/CMakeLists.txt).
 import assert from 'node:assert/strict';
 import { makeClient, modelName, metrics, pagesUsed, waitIdle, runChecks } from './gs_server_lib.mjs';
 
