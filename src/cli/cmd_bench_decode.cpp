@@ -142,9 +142,9 @@ Result bench_one(Gemma4Model& model, Backend& be, int batch, const BenchDecodeOp
       }
       if (feedback) tokens[size_t(s)].push_back(0);
     }
-    std::vector<RunnerSeq> seqs(static_cast<size_t>(batch));
+    std::vector<SequenceStep> seqs(static_cast<size_t>(batch));
     for (int s = 0; s < batch; ++s) {
-      RunnerSeq& rs = seqs[size_t(s)];
+      SequenceStep& rs = seqs[size_t(s)];
       rs.tokens = &tokens[size_t(s)];
       rs.start = pos;
       rs.q_len = 1;

@@ -296,17 +296,17 @@ void Engine::Impl::fail_all(const std::string& error) {
 
 void Engine::Impl::launch(StepPlan plan) {
   const auto t0 = std::chrono::steady_clock::now();
-  std::vector<RunnerSeq> rs = outputs.runner_inputs(plan);
-  runner->launch(rs);
+  outputs.prepare(plan);
+  runner->launch(plan.steps);
   in_flight = Launched{std::move(plan), ++launches, t0};
 }
 
 bool Engine::Impl::launch_ahead(const StepPlan& running) {
   int row = 0;
   bool any = false;
-  for (const ScheduledChunk& c : running.chunks) {
-    if (!c.samples) continue;
-    Sequence* s = c.seq;
+  for (size_t i = 0; i < running.size(); ++i) {
+    if (!running.steps[i].sample) continue;
+    Sequence* s = running.seqs[i];
     const int r = row++;
     if (s->state != Sequence::State::Running || !outputs.can_run_ahead(*s)) continue;
     s->tokens.push_back(0);  // filled in when the running step is collected
@@ -359,15 +359,15 @@ void Engine::Impl::count_step(const Launched& cur, std::chrono::steady_clock::ti
   // behind that one (the device ran them back to back), to its own results.
   const double step_s = std::chrono::duration<double>(collected - std::max(cur.launched_at, last_collected)).count();
   last_collected = collected;
-  const int kind = std::any_of(cur.plan.chunks.begin(), cur.plan.chunks.end(),
-                               [](const ScheduledChunk& c) { return c.q_len > 1; })
+  const int kind = std::any_of(cur.plan.steps.begin(), cur.plan.steps.end(),
+                               [](const SequenceStep& st) { return st.q_len > 1; })
                        ? EngineStats::kPrefillStep
                        : EngineStats::kDecodeStep;
   // Tokens the step launched behind `cur` computes for requests `cur` finished.
   uint64_t discarded = 0;
   if (in_flight)
     for (const auto& f : done)
-      for (const ScheduledChunk& c : in_flight->plan.chunks) discarded += c.seq == f.seq ? 1 : 0;
+      discarded += uint64_t(std::count(in_flight->plan.seqs.begin(), in_flight->plan.seqs.end(), f.seq));
   std::lock_guard<std::mutex> lock(mu);
   stats.steps++;
   stats.steps_of_kind[kind]++;

@@ -99,14 +99,18 @@ bool Scheduler::allocate_or_preempt(Sequence* s, int start, int end, StepPlan& p
 }
 
 void Scheduler::add_chunk(Sequence* s, int q_len, StepPlan& plan, int& budget, int& logit_budget) {
-  ScheduledChunk c;
-  c.seq = s;
-  c.start = s->num_computed;
-  c.q_len = q_len;
-  c.samples = c.start + q_len == int(s->tokens.size());
-  c.prompt_logprob_rows = prompt_logprob_rows(*s, c.start, c.start + q_len);
-  int rows = c.prompt_logprob_rows + (c.samples ? 1 : 0);
-  plan.chunks.push_back(c);
+  SequenceStep st;
+  st.tokens = &s->tokens;
+  st.start = s->num_computed;
+  st.q_len = q_len;
+  for (int g = 0; g < kNumKvGroups; ++g)
+    st.page_table[g] = s->pages.table[g].empty() ? nullptr : &s->pages.table[g];
+  st.mm_block = s->req.mm_block.empty() ? nullptr : &s->req.mm_block;
+  st.sample = st.end() == int(s->tokens.size());  // it reaches the last known token
+  st.prompt_logprob_rows = prompt_logprob_rows(*s, st.start, st.end());
+  const int rows = st.prompt_logprob_rows + (st.sample ? 1 : 0);
+  plan.seqs.push_back(s);
+  plan.steps.push_back(st);
   plan.num_tokens += q_len;
   plan.num_logit_rows += rows;
   budget -= q_len;
@@ -170,12 +174,13 @@ StepPlan Scheduler::schedule() {
 }
 
 void Scheduler::commit(const StepPlan& plan) {
-  for (const ScheduledChunk& c : plan.chunks) {
-    Sequence* s = c.seq;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    Sequence* s = plan.seqs[i];
+    const SequenceStep& st = plan.steps[i];
     if (s->state == Sequence::State::Finished) continue;  // aborted while its step ran
-    GS_CHECK(s->num_computed == c.start, "scheduler: '{}' moved from {} to {} during its step", s->req.id, c.start,
+    GS_CHECK(s->num_computed == st.start, "scheduler: '{}' moved from {} to {} during its step", s->req.id, st.start,
              s->num_computed);
-    s->num_computed += c.q_len;
+    s->num_computed += st.q_len;
     kv_.index_computed_pages(s->pages, s->tokens.data(), s->num_computed);
     kv_.release_out_of_window(s->pages, s->num_computed);
   }
@@ -192,17 +197,19 @@ void Scheduler::check_pages(const StepPlan* plan) const {
   kv_.check_invariants();
   if (!plan) return;
   int P = kv_.page_size();
-  for (const ScheduledChunk& c : plan->chunks) {
+  for (size_t k = 0; k < plan->size(); ++k) {
+    const Sequence& s = *plan->seqs[k];
+    const SequenceStep& c = plan->steps[k];
     for (int g = 0; g < kNumKvGroups; ++g) {
       if (!kv_.has_group(KvGroup(g))) continue;
-      const auto& t = c.seq->pages.table[g];
+      const auto& t = s.pages.table[g];
       int first = kv_.first_live_page(KvGroup(g), c.start);
-      int last = (c.start + c.q_len + P - 1) / P;
+      int last = (c.end() + P - 1) / P;
       for (int i = first; i < last; ++i)
         GS_CHECK(i < int(t.size()) && t[i] >= 0,
                  "page check: '{}' runs positions [{}, {}) but its {} page table has no page for logical page {} "
                  "(table size {})",
-                 c.seq->req.id, c.start, c.start + c.q_len, g == int(KvGroup::Full) ? "full" : "sliding", i, t.size());
+                 s.req.id, c.start, c.end(), g == int(KvGroup::Full) ? "full" : "sliding", i, t.size());
     }
   }
 }

@@ -18,6 +18,7 @@
 
 #include "engine/kv_manager.h"
 #include "engine/sequence.h"
+#include "runner/sequence_step.h"
 
 namespace gs {
 
@@ -28,20 +29,17 @@ struct SchedulerConfig {
   double watermark = 0.01;   // fraction of each pool that admission leaves free for decodes
 };
 
-struct ScheduledChunk {
-  Sequence* seq = nullptr;
-  int start = 0;                 // first position of the chunk (== seq->num_computed)
-  int q_len = 0;
-  bool samples = false;          // the chunk reaches the last known token: sample the next one
-  int prompt_logprob_rows = 0;   // rows [start, start + n) whose next token is a prompt token
-};
-
+// One step: the sequences that run and, beside each, its share of the step in the shape the runner
+// takes (SequenceStep: tokens, range, page tables, prompt-logprob rows, whether it samples). The
+// engine adds the sampling fields before launching it.
 struct StepPlan {
-  std::vector<ScheduledChunk> chunks;
+  std::vector<Sequence*> seqs;
+  std::vector<SequenceStep> steps;   // steps[i] is seqs[i]'s
   int num_tokens = 0;
   int num_logit_rows = 0;
   std::vector<Sequence*> preempted;  // sequences preempted while building this step
-  bool empty() const { return chunks.empty(); }
+  bool empty() const { return steps.empty(); }
+  size_t size() const { return steps.size(); }
 };
 
 struct SchedulerCounters {

@@ -7,43 +7,31 @@
 
 namespace gs {
 
-std::vector<RunnerSeq> StepOutputs::runner_inputs(const StepPlan& plan) {
-  std::vector<RunnerSeq> rs;
-  adjust_.assign(plan.chunks.size(), {});
-  for (size_t i = 0; i < plan.chunks.size(); ++i) {
-    const ScheduledChunk& c = plan.chunks[i];
-    Sequence& s = *c.seq;
+void StepOutputs::prepare(StepPlan& plan) {
+  adjust_.assign(plan.size(), {});
+  for (size_t i = 0; i < plan.size(); ++i) {
+    Sequence& s = *plan.seqs[i];
+    SequenceStep& st = plan.steps[i];
     const SamplingParams& sp = s.req.sampling;
-    RunnerSeq r;
-    r.tokens = &s.tokens;
-    r.start = c.start;
-    r.q_len = c.q_len;
-    for (int g = 0; g < kNumKvGroups; ++g)
-      r.page_table[g] = s.pages.table[g].empty() ? nullptr : &s.pages.table[g];
-    r.mm_block = s.req.mm_block.empty() ? nullptr : &s.req.mm_block;
-    r.sample = c.samples;
-    r.sampling.temperature = sp.temperature;
-    r.sampling.top_k = sp.top_k;
-    r.sampling.top_p = sp.top_p;
-    r.sampling.min_p = sp.min_p;
-    r.sampling.seed = s.seed;
+    st.sampling.temperature = sp.temperature;
+    st.sampling.top_k = sp.top_k;
+    st.sampling.top_p = sp.top_p;
+    st.sampling.min_p = sp.min_p;
+    st.sampling.seed = s.seed;
     // The step counter is the index of the token being drawn, so a seeded request draws the same
     // tokens whatever else is batched with it, and again after a preemption.
-    r.sampling.step = uint64_t(s.num_generated());
-    if (c.samples) {
+    st.sampling.step = uint64_t(s.num_generated());
+    if (st.sample) {
       adjust_[i] = logit_adjustments(s);
-      if (!adjust_[i].empty()) r.adjust = &adjust_[i];
+      if (!adjust_[i].empty()) st.adjust = &adjust_[i];
     }
-    r.logprobs = sp.logprobs;
-    r.prompt_logprob_rows = c.prompt_logprob_rows;
+    st.logprobs = sp.logprobs;
     if (s.pending_row >= 0) {
-      GS_CHECK(c.start + c.q_len == int(s.tokens.size()), "engine: '{}' runs [{}, {}) before its token {} is known",
-               s.req.id, c.start, c.start + c.q_len, s.tokens.size() - 1);
-      r.feedback_row = s.pending_row;
+      GS_CHECK(st.end() == int(s.tokens.size()), "engine: '{}' runs [{}, {}) before its token {} is known", s.req.id,
+               st.start, st.end(), s.tokens.size() - 1);
+      st.feedback_row = s.pending_row;
     }
-    rs.push_back(r);
   }
-  return rs;
 }
 
 bool StepOutputs::needs_counts(const SamplingParams& sp) {
@@ -110,15 +98,14 @@ bool StepOutputs::can_run_ahead(const Sequence& s) const {
 }
 
 std::vector<StepOutputs::Finished> StepOutputs::apply(const StepPlan& plan, const std::vector<RunnerOutput>& outs) {
-  GS_CHECK(outs.size() == plan.chunks.size(), "engine: {} runner outputs for {} chunks", outs.size(),
-           plan.chunks.size());
+  GS_CHECK(outs.size() == plan.size(), "engine: {} runner outputs for {} sequence steps", outs.size(), plan.size());
   std::vector<Finished> done;
   last_generated = 0;
   last_prompt_tokens = 0;
-  for (size_t i = 0; i < plan.chunks.size(); ++i) {
-    const ScheduledChunk& c = plan.chunks[i];
+  for (size_t i = 0; i < plan.size(); ++i) {
+    const SequenceStep& c = plan.steps[i];
     const RunnerOutput& o = outs[i];
-    Sequence& s = *c.seq;
+    Sequence& s = *plan.seqs[i];
     if (s.state == Sequence::State::Finished) continue;  // ended (aborted, or stopped a step earlier)
     for (int r = 0; r < c.prompt_logprob_rows; ++r) {
       const int p = c.start + r + 1;  // the prompt token this row predicts
@@ -127,7 +114,7 @@ std::vector<StepOutputs::Finished> StepOutputs::apply(const StepPlan& plan, cons
       lp.logprob = o.prompt_logprobs[r];
       lp.top = o.prompt_top[r];
     }
-    if (!c.samples) continue;
+    if (!c.sample) continue;
     if (s.pending_row >= 0) {
       s.tokens.back() = o.token;  // the placeholder the next step was scheduled with
       s.pending_row = -1;

@@ -1,7 +1,7 @@
-// The two ends of a step between the scheduler and the runner: the scheduled chunks as the runner's
-// inputs (with each sampled row's logit adjustments: bias, min_tokens bans, penalties), and the
-// runner's outputs folded back into the sequences (new token, penalty counts, log-probabilities,
-// finish rules) and pushed to each request's OutputChannel.
+// The two ends of a step between the scheduler and the runner: the sampling half of each scheduled
+// SequenceStep (sampling parameters, the sampled row's logit adjustments: bias, min_tokens bans,
+// penalties), and the runner's outputs folded back into the sequences (new token, penalty counts,
+// log-probabilities, finish rules) and pushed to each request's OutputChannel.
 #pragma once
 #include <utility>
 #include <vector>
@@ -20,7 +20,9 @@ struct StepOutputs {
   int last_generated = 0;
   int last_prompt_tokens = 0;  // prompts that finished prefill (counted once per request)
 
-  std::vector<RunnerSeq> runner_inputs(const StepPlan& plan);
+  // Fills the sampling fields of the plan's steps; the plan must outlive the runner's launch() of
+  // them (the adjustments they point to live here until the next prepare()).
+  void prepare(StepPlan& plan);
   struct Finished {
     Sequence* seq;
     RequestOutput last;  // pushed by the engine once the sequence's pages are freed

@@ -38,25 +38,26 @@ void check_page_table(int seq, int group, const std::vector<int>& table, int kv_
 
 }  // namespace
 
-AttentionBatch build_attention_batch(Backend& backend, const std::vector<SeqStep>& seqs, int page_size) {
+AttentionBatch build_attention_batch(Backend& backend, const std::vector<SequenceStep>& seqs, int page_size) {
   GS_CHECK(page_size > 0, "batch: page size {} must be positive", page_size);
   AttentionBatch b;
   b.num_seqs = int(seqs.size());
   b.page_size = page_size;
-  const bool any_mm = std::any_of(seqs.begin(), seqs.end(), [](const SeqStep& s) { return s.mm_block != nullptr; });
+  // The vision overlay's block ids are uploaded only for steps with an image row.
+  bool any_mm = false;
+  for (const SequenceStep& st : seqs)
+    for (int i = 0; i < st.q_len && !any_mm; ++i) any_mm = st.mm_block_of_row(i) >= 0;
 
   b.h_q_start.push_back(0);
   for (int s = 0; s < b.num_seqs; ++s) {
-    const SeqStep& st = seqs[size_t(s)];
-    GS_CHECK(st.cached_len >= 0 && st.q_len >= 0, "batch: sequence {} has cached_len {} and q_len {}", s,
-             st.cached_len, st.q_len);
-    const int kv_len = st.cached_len + (st.write_kv ? st.q_len : 0);
+    const SequenceStep& st = seqs[size_t(s)];
+    GS_CHECK(st.start >= 0 && st.q_len >= 0, "batch: sequence {} starts at {} with {} new tokens", s, st.start,
+             st.q_len);
+    const int kv_len = st.kv_len();
     for (int i = 0; i < st.q_len; ++i) {
-      const int pos = st.positions ? st.positions[i] : st.cached_len + i;
-      GS_CHECK(pos >= 0, "batch: sequence {} row {} has position {}", s, i, pos);
-      b.h_positions.push_back(pos);
+      b.h_positions.push_back(st.start + i);
       b.h_token_seq.push_back(s);
-      if (any_mm) b.h_mm_block.push_back(st.mm_block ? st.mm_block[i] : -1);
+      if (any_mm) b.h_mm_block.push_back(st.mm_block_of_row(i));
     }
     b.h_q_start.push_back(b.h_q_start.back() + st.q_len);
     b.h_kv_len.push_back(kv_len);
@@ -76,7 +77,7 @@ AttentionBatch build_attention_batch(Backend& backend, const std::vector<SeqStep
     b.h_page_table[g].assign(size_t(b.num_seqs) * mp, -1);
     b.h_slot_mapping[g].assign(size_t(b.num_tokens), -1);
     for (int s = 0; s < b.num_seqs; ++s) {
-      const SeqStep& st = seqs[size_t(s)];
+      const SequenceStep& st = seqs[size_t(s)];
       const std::vector<int>* table = st.page_table[g];
       if (!table) continue;
       std::copy(table->begin(), table->end(), b.h_page_table[g].begin() + size_t(s) * mp);

@@ -76,10 +76,10 @@ int DecodeGraphs::bucket_context(int kv_len) const {
   return std::max(std::min(b, cap), ceil_div(kv_len, page_size_) * page_size_);
 }
 
-bool DecodeGraphs::accepts(const std::vector<SeqStep>& steps) const {
+bool DecodeGraphs::accepts(const std::vector<SequenceStep>& steps) const {
   if (steps.empty() || int(steps.size()) > opts_.max_batch) return false;
-  for (const SeqStep& s : steps) {
-    if (s.q_len != 1 || !s.write_kv || s.positions || s.mm_block || s.cached_len + 1 > opts_.max_kv_len) return false;
+  for (const SequenceStep& s : steps) {
+    if (s.q_len != 1 || !s.write_kv || s.mm_block_of_row(0) >= 0 || s.start + 1 > opts_.max_kv_len) return false;
     for (int g = 0; g < kNumKvGroups; ++g)
       if (groups_[g] && !s.page_table[g]) return false;
   }
@@ -107,14 +107,14 @@ AttentionBatch DecodeGraphs::views(const Layout& l, int rows, int context) const
   return b;
 }
 
-ForwardOutput DecodeGraphs::forward(const std::vector<SeqStep>& steps, const std::vector<int>& ids,
+ForwardOutput DecodeGraphs::forward(const std::vector<SequenceStep>& steps, const std::vector<int>& ids,
                                     const Tensor& feedback_src, const std::vector<std::pair<int, int>>& feedback) {
   GS_CHECK(accepts(steps) && ids.size() == steps.size(), "decode graphs: {} sequences / {} ids are not a decode step",
            steps.size(), ids.size());
   const int n = int(steps.size());
   const int rows = bucket_rows(n);
   int longest = 0;
-  for (const SeqStep& s : steps) longest = std::max(longest, s.cached_len + 1);
+  for (const SequenceStep& s : steps) longest = std::max(longest, s.start + 1);
   const int context = bucket_context(longest);
   const Layout l = layout(rows, ceil_div(context, page_size_));
 
@@ -124,7 +124,7 @@ ForwardOutput DecodeGraphs::forward(const std::vector<SeqStep>& steps, const std
   for (int r = 0; r <= rows; ++r) h[l.q_start + r] = h_q_start[size_t(r)] = r;
   for (int r = 0; r < rows; ++r) {
     const bool real = r < n;
-    const int kv = real ? steps[size_t(r)].cached_len + 1 : 1;
+    const int kv = real ? steps[size_t(r)].start + 1 : 1;
     h[l.ids + r] = real ? ids[size_t(r)] : 0;
     h[l.logit_rows + r] = r;
     h[l.positions + r] = kv - 1;
@@ -137,7 +137,7 @@ ForwardOutput DecodeGraphs::forward(const std::vector<SeqStep>& steps, const std
     std::fill(table, table + int64_t(rows) * l.pages_per_seq, -1);
     for (int r = 0; r < n; ++r) {
       const std::vector<int>& t = *steps[size_t(r)].page_table[g];
-      const int pos = steps[size_t(r)].cached_len;
+      const int pos = steps[size_t(r)].start;
       const int lp = pos / page_size_;
       GS_CHECK(lp < int(t.size()) && t[size_t(lp)] >= 0, "decode graphs: sequence {} writes position {} but holds no {} page for it",
                r, pos, g == int(KvGroup::Full) ? "full" : "sliding");
@@ -146,7 +146,7 @@ ForwardOutput DecodeGraphs::forward(const std::vector<SeqStep>& steps, const std
     }
     // Padding rows read key 0 of the page holding sequence 0's newest token: written by this step
     // at the latest, so never uninitialised memory.
-    const int pad_page = (*steps[0].page_table[g])[size_t(steps[0].cached_len / page_size_)];
+    const int pad_page = (*steps[0].page_table[g])[size_t(steps[0].start / page_size_)];
     for (int r = n; r < rows; ++r) {
       table[int64_t(r) * l.pages_per_seq] = pad_page;
       h[l.slot_mapping[g] + r] = -1;

@@ -41,12 +41,12 @@ class DecodeGraphs {
   DecodeGraphs& operator=(const DecodeGraphs&) = delete;
 
   // Whether a step of these sequences (one token each, written to the cache) can run here.
-  bool accepts(const std::vector<SeqStep>& steps) const;
+  bool accepts(const std::vector<SequenceStep>& steps) const;
   // Runs the forward of one decode step; ids[i] is sequence i's token, except that each (i, j) of
   // `feedback` takes it from element j of `feedback_src` on the device (a token the previous step
   // sampled and the host has not seen yet). Returns the logits of the padded batch: rows
   // [0, steps.size()) are the sequences', in order.
-  ForwardOutput forward(const std::vector<SeqStep>& steps, const std::vector<int>& ids, const Tensor& feedback_src = {},
+  ForwardOutput forward(const std::vector<SequenceStep>& steps, const std::vector<int>& ids, const Tensor& feedback_src = {},
                         const std::vector<std::pair<int, int>>& feedback = {});
 
   int num_graphs() const { return int(graphs_.size()); }

@@ -42,42 +42,28 @@ bool ModelRunner::can_launch_ahead() const {
   return inflight_.size() == 1 && inflight_.back().num_prompt_rows == 0;
 }
 
-void ModelRunner::launch(const std::vector<RunnerSeq>& seqs) {
+void ModelRunner::launch(const std::vector<SequenceStep>& seqs) {
   GS_CHECK(inflight_.empty() || can_launch_ahead(),
            "model runner: launch() with {} steps in flight (at most one, without prompt-logprob rows)",
            inflight_.size());
   Launched st;
   st.seqs = seqs;
   std::vector<int> ids;
-  std::vector<SeqStep> steps(seqs.size());
   std::vector<int> sampled_rows, prompt_rows;
   std::vector<std::pair<int, int>> feedback;  // (row of this step's ids, sampled row of the previous step)
-  std::vector<std::vector<int>> mm(seqs.size());
   for (size_t i = 0; i < seqs.size(); ++i) {
-    const RunnerSeq& s = seqs[i];
-    GS_CHECK(s.q_len > 0 && s.start + s.q_len <= int(s.tokens->size()),
-             "model runner: chunk [{}, {}) outside the {} known tokens", s.start, s.start + s.q_len, s.tokens->size());
+    const SequenceStep& s = seqs[i];
+    GS_CHECK(s.tokens && s.q_len > 0 && s.end() <= int(s.tokens->size()),
+             "model runner: chunk [{}, {}) outside the {} known tokens", s.start, s.end(),
+             s.tokens ? s.tokens->size() : 0);
     const int row0 = int(ids.size());
-    ids.insert(ids.end(), s.tokens->begin() + s.start, s.tokens->begin() + s.start + s.q_len);
+    ids.insert(ids.end(), s.tokens->begin() + s.start, s.tokens->begin() + s.end());
     if (s.feedback_row >= 0) {
-      GS_CHECK(!inflight_.empty() && s.feedback_row < inflight_.back().num_sampled &&
-                   s.start + s.q_len == int(s.tokens->size()),
+      GS_CHECK(!inflight_.empty() && s.feedback_row < inflight_.back().num_sampled && s.end() == int(s.tokens->size()),
                "model runner: chunk {} takes its last token from sampled row {} of a step in flight, which has {}",
                i, s.feedback_row, inflight_.empty() ? 0 : inflight_.back().num_sampled);
       ids.back() = 0;  // overwritten on the device before the forward reads it
       feedback.push_back({row0 + s.q_len - 1, s.feedback_row});
-    }
-    SeqStep& ss = steps[i];
-    ss.cached_len = s.start;
-    ss.q_len = s.q_len;
-    for (int g = 0; g < kNumKvGroups; ++g) ss.page_table[g] = s.page_table[g];
-    if (s.mm_block) {
-      mm[i].resize(s.q_len);
-      for (int r = 0; r < s.q_len; ++r) {
-        int p = s.start + r;
-        mm[i][r] = p < int(s.mm_block->size()) ? (*s.mm_block)[p] : -1;
-      }
-      ss.mm_block = mm[i].data();
     }
     if (s.sample) sampled_rows.push_back(row0 + s.q_len - 1);
     for (int r = 0; r < s.prompt_logprob_rows; ++r) prompt_rows.push_back(row0 + r);
@@ -95,9 +81,9 @@ void ModelRunner::launch(const std::vector<RunnerSeq>& seqs) {
   // The previous step's sampled ids stay in out_ids_ until this step's sampling overwrites them:
   // the feedback copy is enqueued before that, and the previous step's host copy before both.
   const bool decode_only = st.num_prompt_rows == 0 && st.num_sampled == int(seqs.size());
-  if (graphs_ && decode_only && graphs_->accepts(steps)) {
+  if (graphs_ && decode_only && graphs_->accepts(seqs)) {
     // Sampled rows are 0..n-1 in sequence order, as the graph's logits rows are.
-    st.fwd = graphs_->forward(steps, ids, out_ids_, feedback);
+    st.fwd = graphs_->forward(seqs, ids, out_ids_, feedback);
     counters_.graph_steps++;
   } else {
     Tensor ids_t = ids_.slice(0, int64_t(ids.size()));
@@ -105,7 +91,7 @@ void ModelRunner::launch(const std::vector<RunnerSeq>& seqs) {
     if (!feedback.empty()) be_.scatter_ids(ids_t, out_ids_, feedback);
     Tensor rows_t = logit_rows_.slice(0, int64_t(rows.size()));
     if (!rows.empty()) be_.copy_from_host(rows_t, rows.data());
-    st.batch = build_attention_batch(be_, steps, page_size_);
+    st.batch = build_attention_batch(be_, seqs, page_size_);
     be_.set_step_rows(int(ids.size()));
     st.fwd = model_.forward(ids_t, st.batch, cache_, rows_t);
     counters_.eager_steps++;
@@ -124,7 +110,7 @@ void ModelRunner::enqueue_sampling(Launched& st) {
   std::vector<SamplingRow> sampling;
   std::vector<LogitAdjustRow> adjust;
   bool any_adjust = false;
-  for (const RunnerSeq& s : st.seqs) {
+  for (const SequenceStep& s : st.seqs) {
     if (!s.sample) continue;
     sampling.push_back(s.sampling);
     adjust.push_back(s.adjust ? *s.adjust : LogitAdjustRow{});
@@ -191,7 +177,7 @@ std::vector<RunnerOutput> ModelRunner::collect() {
   std::vector<RunnerOutput> out(st.seqs.size());
   int si = 0, pi = 0;
   for (size_t i = 0; i < st.seqs.size(); ++i) {
-    const RunnerSeq& s = st.seqs[i];
+    const SequenceStep& s = st.seqs[i];
     RunnerOutput& o = out[i];
     if (s.sample) {
       o.token = ids[si];

@@ -1,7 +1,7 @@
-// Runs one engine step on the model: the scheduled chunks become SeqSteps and one AttentionBatch,
-// Gemma4Model::forward computes the logits of the rows that need them, and sampling, penalties and
-// log-probabilities run on the backend. The runner knows nothing about requests or scheduling: the
-// engine hands it a RunnerSeq per scheduled chunk.
+// Runs one engine step on the model: the step's SequenceSteps (runner/sequence_step.h, the shape the
+// scheduler writes) become the token ids and one AttentionBatch, Gemma4Model::forward computes the
+// logits of the rows that need them, and sampling, penalties and log-probabilities run on the
+// backend. The runner knows nothing about requests or scheduling.
 //
 // launch() enqueues the whole step (on the cuda backend every op is asynchronous, so it returns
 // while the device works) and the copy of its sampled ids and log-probabilities into pinned host
@@ -28,26 +28,9 @@
 #include "ops/backend.h"
 #include "ops/kv_cache.h"
 #include "runner/decode_graphs.h"
+#include "runner/sequence_step.h"
 
 namespace gs {
-
-struct RunnerSeq {
-  const std::vector<int>* tokens = nullptr;  // all known tokens; the chunk is [start, start + q_len)
-  int start = 0;
-  int q_len = 0;
-  const std::vector<int>* page_table[kNumKvGroups] = {nullptr, nullptr};  // null: no such cache layers
-  const std::vector<int>* mm_block = nullptr;  // vision block ids by position (prompt only), or null
-  bool sample = false;
-  SamplingRow sampling;                        // seed and step already set
-  // Bias, bans and penalties of the sampled row (Backend::adjust_logits), or null when none; read
-  // during launch() only.
-  const LogitAdjustRow* adjust = nullptr;
-  int logprobs = -1;                           // -1: none; 0: the chosen token's; n: plus the top n
-  int prompt_logprob_rows = 0;                 // rows [start, start + n): logprob of the token after each
-  // >= 0: the chunk's last token (tokens->back(), a placeholder on the host) is sampled row
-  // `feedback_row` of the step launched just before this one, which has not been collected.
-  int feedback_row = -1;
-};
 
 struct RunnerOutput {
   int token = -1;                              // when sampled
@@ -68,11 +51,11 @@ class ModelRunner {
               DecodeGraphOptions graphs = {});
   ~ModelRunner();
 
-  void launch(const std::vector<RunnerSeq>& seqs);
+  void launch(const std::vector<SequenceStep>& seqs);
   // Whether launch() may be called now although a step is still in flight.
   bool can_launch_ahead() const;
   int steps_in_flight() const { return int(inflight_.size()); }
-  // The outputs of the oldest launched step, one per RunnerSeq.
+  // The outputs of the oldest launched step, one per SequenceStep.
   std::vector<RunnerOutput> collect();
   // After a failed step: waits for whatever was enqueued and forgets every launched step.
   void reset();
@@ -102,7 +85,7 @@ class ModelRunner {
   int next_host_ = 0;
 
   struct Launched {
-    std::vector<RunnerSeq> seqs;
+    std::vector<SequenceStep> seqs;
     ForwardOutput fwd;        // its logits are read by collect() for prompt-logprob rows
     AttentionBatch batch;     // kept alive while the device may read it
     int num_sampled = 0, num_prompt_rows = 0, top_n = 0;

@@ -70,8 +70,8 @@ std::vector<float> SequenceRunner::step(const std::vector<int>& tokens) {
     while (int(table_[g].size()) * page_size_ < length_ + n) table_[g].push_back(take_page(g));
 
   Backend& be = model_.backend();
-  SeqStep st;
-  st.cached_len = length_;
+  SequenceStep st;
+  st.start = length_;
   st.q_len = n;
   st.page_table[0] = &table_[0];
   st.page_table[1] = &table_[1];

@@ -50,21 +50,24 @@ class Sim {
     if (plan.empty()) return false;
     EXPECT_LE(plan.num_tokens, sched_.config().max_num_batched_tokens);
     EXPECT_LE(int(sched_.running().size()), sched_.config().max_num_seqs);
-    std::vector<int> next(plan.chunks.size());
-    for (size_t i = 0; i < plan.chunks.size(); ++i) {
-      const ScheduledChunk& c = plan.chunks[i];
+    std::vector<int> next(plan.size());
+    for (size_t i = 0; i < plan.size(); ++i) {
+      const SequenceStep& c = plan.steps[i];
+      Sequence& seq = *plan.seqs[i];
+      EXPECT_EQ(c.tokens, &seq.tokens);
+      EXPECT_EQ(c.start, seq.num_computed);
+      EXPECT_EQ(c.sample, c.end() == int(seq.tokens.size()));
       // A chunk never ends inside an image block.
-      int end = c.start + c.q_len;
-      if (end < int(c.seq->tokens.size()) && c.seq->mm_block(end) >= 0)
-        EXPECT_NE(c.seq->mm_block(end), c.seq->mm_block(end - 1)) << "image split at " << end;
-      next[i] = model_.run_chunk(*c.seq, c.start, c.q_len, kv_.has_group(KvGroup::Full),
+      int end = c.end();
+      if (end < int(seq.tokens.size()) && seq.mm_block(end) >= 0)
+        EXPECT_NE(seq.mm_block(end), seq.mm_block(end - 1)) << "image split at " << end;
+      next[i] = model_.run_chunk(seq, c.start, c.q_len, kv_.has_group(KvGroup::Full),
                                  kv_.has_group(KvGroup::Sliding));
     }
     sched_.commit(plan);
-    for (size_t i = 0; i < plan.chunks.size(); ++i) {
-      const ScheduledChunk& c = plan.chunks[i];
-      if (!c.samples) continue;
-      Sequence* s = c.seq;
+    for (size_t i = 0; i < plan.size(); ++i) {
+      if (!plan.steps[i].sample) continue;
+      Sequence* s = plan.seqs[i];
       s->tokens.push_back(next[i]);
       if (s->num_generated() >= s->req.sampling.max_tokens) {
         finished_[s->req.id] = std::vector<int>(s->tokens.begin() + s->prompt_len, s->tokens.end());

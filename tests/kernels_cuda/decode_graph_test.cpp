@@ -106,13 +106,13 @@ void check_graph_matches_eager(ModelConfig cfg) {
   int replays_expected = 0;
   for (auto [n, base_len] : shapes) {
     std::vector<std::vector<int>> tables(static_cast<size_t>(n) * kNumKvGroups);
-    std::vector<SeqStep> steps(static_cast<size_t>(n));
+    std::vector<SequenceStep> steps(static_cast<size_t>(n));
     std::vector<int> ids(static_cast<size_t>(n));
     for (int s = 0; s < n; ++s) {
       const int cached = std::max(0, base_len - int(rng() % 7));  // ragged contexts
       std::vector<int>* t = &tables[size_t(s) * kNumKvGroups];
       tables_for(f, s, cached + 1, t);
-      steps[size_t(s)].cached_len = cached;
+      steps[size_t(s)].start = cached;
       steps[size_t(s)].q_len = 1;
       for (int g = 0; g < kNumKvGroups; ++g)
         if (!t[g].empty()) steps[size_t(s)].page_table[g] = &t[g];
@@ -169,13 +169,13 @@ TEST_F(DecodeGraphsTest, BucketsPadUpAndStopAtTheLimits) {
   EXPECT_EQ(graphs.bucket_context(257), 512);
   EXPECT_EQ(graphs.bucket_context(999), 1008);  // the model length, rounded up to pages
   std::vector<int> table = {0};
-  SeqStep prefill;
+  SequenceStep prefill;
   prefill.q_len = 4;
   prefill.page_table[0] = prefill.page_table[1] = &table;
   EXPECT_FALSE(graphs.accepts({prefill}));
-  SeqStep too_long = prefill;
+  SequenceStep too_long = prefill;
   too_long.q_len = 1;
-  too_long.cached_len = 1000;
+  too_long.start = 1000;
   EXPECT_FALSE(graphs.accepts({too_long}));
 }
 
@@ -186,7 +186,7 @@ TEST_F(DecodeGraphsTest, RunnerUsesGraphsOnlyForDecodeSteps) {
   std::vector<int> tokens = {5, 6, 7, 8, 9, 10, 11, 12};
   std::vector<int> tables[kNumKvGroups];
   tables_for(f, 0, 64, tables);
-  RunnerSeq s;
+  SequenceStep s;
   s.tokens = &tokens;
   s.start = 0;
   s.q_len = 8;  // prefill: eager
@@ -213,7 +213,7 @@ TEST_F(DecodeGraphsTest, RunnerUsesGraphsOnlyForDecodeSteps) {
 }
 
 // Overlapped steps: step k+1 is launched before step k is collected, its input ids copied from step
-// k's sampled ids on the device (RunnerSeq::feedback_row). The tokens are those of steps run one
+// k's sampled ids on the device (SequenceStep::feedback_row). The tokens are those of steps run one
 // at a time, from graphs and eagerly, with a step in flight that samples rows in another order.
 TEST_F(DecodeGraphsTest, OverlappedStepsFeedSampledIdsOnTheDevice) {
   ModelConfig cfg = preset_config("demo");
@@ -226,7 +226,7 @@ TEST_F(DecodeGraphsTest, OverlappedStepsFeedSampledIdsOnTheDevice) {
     std::vector<std::vector<int>> tables(size_t(n) * kNumKvGroups);
     for (int s = 0; s < n; ++s) tables_for(f, s, 64, &tables[size_t(s) * kNumKvGroups]);
     auto seq = [&](std::vector<int>& tokens, int s, int start, int q_len) {
-      RunnerSeq r;
+      SequenceStep r;
       r.tokens = &tokens;
       r.start = start;
       r.q_len = q_len;
@@ -238,7 +238,7 @@ TEST_F(DecodeGraphsTest, OverlappedStepsFeedSampledIdsOnTheDevice) {
 
     // One step at a time: the host appends each sampled token before the next launch.
     std::vector<std::vector<int>> serial = prompts;
-    std::vector<RunnerSeq> batch;
+    std::vector<SequenceStep> batch;
     for (int s = 0; s < n; ++s) batch.push_back(seq(serial[size_t(s)], s, 0, int(prompts[size_t(s)].size())));
     for (int k = 0; k <= steps; ++k) {
       runner.launch(batch);
@@ -266,7 +266,7 @@ TEST_F(DecodeGraphsTest, OverlappedStepsFeedSampledIdsOnTheDevice) {
         for (int i = 0; i < n; ++i) {
           const int s = n - 1 - i;
           ahead[size_t(s)].push_back(0);  // placeholder
-          RunnerSeq r = seq(ahead[size_t(s)], s, int(ahead[size_t(s)].size()) - 1, 1);
+          SequenceStep r = seq(ahead[size_t(s)], s, int(ahead[size_t(s)].size()) - 1, 1);
           r.feedback_row = prev_row[size_t(s)];
           batch.push_back(r);
           row_of[size_t(s)] = i;

@@ -46,19 +46,18 @@ TEST(BatchBuilder, RaggedStepWithBothGroups) {
   const int ps = 4;
   // Sequence 0: 6 cached + 3 new (positions 6..8). Its first sliding page was freed.
   std::vector<int> full0{5, 1, 7}, slide0{-1, 3, 0};
-  // Sequence 1: a decode token at explicit position 2 with 2 cached tokens, vision rows.
+  // Sequence 1: a decode token at position 2 with 2 cached tokens, a vision row (block ids by
+  // position).
   std::vector<int> full1{2}, slide1{4};
-  const int pos1[] = {2};
-  const int mm1[] = {0};
-  SeqStep a, b;
-  a.cached_len = 6;
+  const std::vector<int> mm1{-1, -1, 0};
+  SequenceStep a, b;
+  a.start = 6;
   a.q_len = 3;
   a.page_table[int(KvGroup::Full)] = &full0;
   a.page_table[int(KvGroup::Sliding)] = &slide0;
-  b.cached_len = 2;
+  b.start = 2;
   b.q_len = 1;
-  b.positions = pos1;
-  b.mm_block = mm1;
+  b.mm_block = &mm1;
   b.page_table[int(KvGroup::Full)] = &full1;
   b.page_table[int(KvGroup::Sliding)] = &slide1;
   AttentionBatch batch = build_attention_batch(*be, {a, b}, ps);
@@ -72,7 +71,7 @@ TEST(BatchBuilder, RaggedStepWithBothGroups) {
   EXPECT_EQ(batch.h_q_start, (std::vector<int>{0, 3, 4}));
   EXPECT_EQ(batch.h_kv_len, (std::vector<int>{9, 3}));
   EXPECT_EQ(batch.h_mm_block, (std::vector<int>{-1, -1, -1, 0}));
-  EXPECT_TRUE(batch.rows_end_context);  // sequence 1's explicit position 2 is its last one too
+  EXPECT_TRUE(batch.rows_end_context);
   EXPECT_EQ(batch.max_pages[int(KvGroup::Full)], 3);
   EXPECT_EQ(batch.h_page_table[int(KvGroup::Full)], (std::vector<int>{5, 1, 7, 2, -1, -1}));
   EXPECT_EQ(batch.h_page_table[int(KvGroup::Sliding)], (std::vector<int>{-1, 3, 0, 4, -1, -1}));
@@ -93,8 +92,8 @@ TEST(BatchBuilder, RaggedStepWithBothGroups) {
 TEST(BatchBuilder, QOnlyStepWritesNothing) {
   auto be = make_cpu_backend(1);
   std::vector<int> table{0, 1};
-  SeqStep s;
-  s.cached_len = 5;
+  SequenceStep s;
+  s.start = 5;
   s.q_len = 2;
   s.write_kv = false;
   s.page_table[0] = s.page_table[1] = &table;
@@ -110,8 +109,8 @@ TEST(BatchBuilder, RejectsTablesThatCannotServeTheStep) {
   auto be = make_cpu_backend(1);
   std::vector<int> short_table{0}, ok{0, 1, 2}, freed_full{-1, 1, 2}, hole{0, -1, 2}, freed_write{0, 1, -1};
   auto step = [&](const std::vector<int>* full, const std::vector<int>* sliding) {
-    SeqStep s;
-    s.cached_len = 6;
+    SequenceStep s;
+    s.start = 6;
     s.q_len = 4;  // positions 6..9 on pages 1 and 2 (page size 4)
     s.page_table[int(KvGroup::Full)] = full;
     s.page_table[int(KvGroup::Sliding)] = sliding;

@@ -52,10 +52,10 @@ TEST_P(BatchInvariance, RaggedBatchEqualsEachSequenceAlone) {
   model.reserve(64, 64);
 
   auto run = [&](int a_cached, int a_len, int b_cached, int b_len) {
-    SeqStep sa, sb;
-    sa.cached_len = a_cached;
+    SequenceStep sa, sb;
+    sa.start = a_cached;
     sa.q_len = a_len;
-    sb.cached_len = b_cached;
+    sb.start = b_cached;
     sb.q_len = b_len;
     for (int g = 0; g < kNumKvGroups; ++g) {
       sa.page_table[g] = &table_a[g];

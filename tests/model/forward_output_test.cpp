@@ -25,7 +25,7 @@ TEST(ForwardOutput, HiddenRowsAreWhatTheLmHeadSaw) {
   pages.ensure(T);
   const int num_pages[kNumKvGroups] = {int(pages.table[0].size()), int(pages.table[1].size())};
   KvCache cache = be.allocate_kv_cache(cfg.kv_layout(), pages.page_size, num_pages);
-  SeqStep st;
+  SequenceStep st;
   st.q_len = T;
   st.page_table[0] = &pages.table[0];
   st.page_table[1] = &pages.table[1];
