@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "api/api_error.h"
+#include "api/request_problem_error.h"
 
 namespace gs::api {
 
@@ -51,7 +52,8 @@ void GenerationSession::submit() {
     if (!res.ok) {
       abort();
       int status = res.http_status >= 400 ? res.http_status : 500;
-      throw ApiError(status, res.error.empty() ? "the engine refused the request" : res.error, error_type_for_status(status));
+      throw ApiError(status, res.error.empty() ? "the engine refused the request" : res.error, error_type_for_status(status),
+                     res.param.empty() ? "" : client_param(res.param, req_.api));
     }
     c->submitted = true;
   }
