@@ -81,7 +81,8 @@ std::optional<int> FieldReader::int32(const char* key) const {
   const json* v = raw(key);
   if (!v) return std::nullopt;
   std::optional<int64_t> x = as_int64(*v);
-  if (!x || *x < INT32_MIN || *x > INT32_MAX) {
+  if (!x) throw invalid_request(fmt::format("{}: must be an integer, got {}", name(key), brief(*v)), name(key));
+  if (*x < INT32_MIN || *x > INT32_MAX) {
     throw invalid_request(fmt::format("{}: must be a 32-bit integer, got {}", name(key), brief(*v)), name(key));
   }
   return static_cast<int>(*x);

@@ -83,8 +83,9 @@ std::optional<RequestProblem> check_lengths(const GenerationRequest& req, int ma
                                          "(the prompt plus at least one new token must fit)", len, max_model_len));
   if (sp.max_tokens < 1) return problem("max_tokens", fmt::format("must be at least 1, got {}", sp.max_tokens));
   if (len + sp.max_tokens > max_model_len)
-    return problem("max_tokens", fmt::format("the prompt is {} tokens and max_tokens is {}, together more than the "
-                                             "maximum model length of {} tokens", len, sp.max_tokens, max_model_len));
+    return problem("max_tokens", fmt::format("the prompt is {} tokens and {} new ones are asked for, together more "
+                                             "than the maximum model length of {} tokens", len, sp.max_tokens,
+                                             max_model_len));
   if (sp.min_tokens > sp.max_tokens)
     return problem("min_tokens", fmt::format("{} is more than max_tokens ({})", sp.min_tokens, sp.max_tokens));
   return std::nullopt;
