@@ -52,8 +52,13 @@ void GenerationSession::submit() {
     if (!res.ok) {
       abort();
       int status = res.http_status >= 400 ? res.http_status : 500;
-      throw ApiError(status, res.error.empty() ? "the engine refused the request" : res.error, error_type_for_status(status),
-                     res.param.empty() ? "" : client_param(res.param, req_.api));
+      std::string message = res.error.empty() ? "the engine refused the request" : res.error, param;
+      if (!res.param.empty()) {
+        // A validation problem reads "param: detail" (RequestProblem::message): name the client's field.
+        param = client_param(res.param, req_.api);
+        if (message.rfind(res.param + ": ", 0) == 0) message = param + message.substr(res.param.size());
+      }
+      throw ApiError(status, message, error_type_for_status(status), param);
     }
     c->submitted = true;
   }

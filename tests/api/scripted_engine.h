@@ -19,6 +19,7 @@ class ScriptedEngine : public api::EngineClient {
   };
   int max_len = 4096;
   int queue_limit = 1 << 30;  // submissions beyond this many are refused with 429
+  Engine::SubmitResult refusal;  // with an error: every submission is refused with it (a 400 of validate_request...)
   int cached_tokens = 0;
   // How a request whose script runs out before max_tokens ends: Stop (the model's EOS), or Error /
   // Abort with `end_error`, as the engine ends requests it fails or stops (shutdown).
@@ -28,6 +29,7 @@ class ScriptedEngine : public api::EngineClient {
   Engine::SubmitResult submit(GenerationRequest req) override {
     std::lock_guard<std::mutex> lock(mu_);
     if (static_cast<int>(submitted.size()) >= queue_limit) return {false, 429, "too many requests queued", ""};
+    if (!refusal.error.empty()) return refusal;
     submitted.push_back(req);
     std::vector<int> toks = script(req);
     const SamplingParams& s = req.sampling;
