@@ -101,8 +101,9 @@ PreparedRequest prepare_request(OpenAIRequest req, const ServingModel& model, co
     p.prompt_ids.push_back(tok.encode(text, req.add_special_tokens.value_or(false)));
     p.prompt_texts.push_back(std::move(text));
   } else {
+    const bool add_bos = req.add_special_tokens.value_or(tok.add_bos_default());
     for (const PromptInput& in : req.prompts) {
-      p.prompt_ids.push_back(in.is_ids ? in.ids : tok.encode(in.text, req.add_special_tokens.value_or(tok.add_bos_default())));
+      p.prompt_ids.push_back(in.is_ids ? in.ids : tok.encode(in.text, add_bos));
       p.prompt_texts.push_back(in.text);  // an id prompt's text once its ids are known to be valid
     }
   }

@@ -23,7 +23,8 @@ bool in_closed(float x, float lo, float hi) { return x >= lo && x <= hi; }
 
 std::optional<RequestProblem> check_sampling(const SamplingParams& sp, int vocab) {
   if (!in_closed(sp.temperature, 0, kMaxTemperature))
-    return problem("temperature", fmt::format("must be in [0, {}] (0: greedy), got {}", kMaxTemperature, sp.temperature));
+    return problem("temperature",
+                   fmt::format("must be in [0, {}] (0: greedy), got {}", kMaxTemperature, sp.temperature));
   if (!(sp.top_p > 0 && sp.top_p <= 1)) return problem("top_p", fmt::format("must be in (0, 1], got {}", sp.top_p));
   if (sp.top_k < 0) return problem("top_k", fmt::format("must be 0 (off) or positive, got {}", sp.top_k));
   if (!in_closed(sp.min_p, 0, 1)) return problem("min_p", fmt::format("must be in [0, 1], got {}", sp.min_p));
@@ -41,7 +42,7 @@ std::optional<RequestProblem> check_sampling(const SamplingParams& sp, int vocab
       return problem("logit_bias", fmt::format("token id {} is outside the vocabulary [0, {})", t, vocab));
     if (!in_closed(bias, -kMaxLogitBias, kMaxLogitBias))
       return problem("logit_bias",
-                     fmt::format("the bias of token {} must be in [-{}, {}], got {}", t, kMaxLogitBias, kMaxLogitBias, bias));
+                     fmt::format("the bias of token {0} must be in [-{1}, {1}], got {2}", t, kMaxLogitBias, bias));
   }
   for (int t : sp.stop_token_ids)
     if (t < 0 || t >= vocab)

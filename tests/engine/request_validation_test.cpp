@@ -46,9 +46,12 @@ TEST(RequestValidation, AValidRequestPasses) { EXPECT_FALSE(validate_request(val
 TEST(RequestValidation, SamplingRanges) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   const float inf = std::numeric_limits<float>::infinity();
-  expect_boundary("temperature", [](auto& r) { r.sampling.temperature = 2; }, [](auto& r) { r.sampling.temperature = 2.01f; });
-  expect_boundary("temperature", [](auto& r) { r.sampling.temperature = 0; }, [](auto& r) { r.sampling.temperature = -0.01f; });
-  expect_boundary("temperature", [](auto& r) { r.sampling.temperature = 1; }, [&](auto& r) { r.sampling.temperature = nan; });
+  expect_boundary("temperature", [](auto& r) { r.sampling.temperature = 2; },
+                  [](auto& r) { r.sampling.temperature = 2.01f; });
+  expect_boundary("temperature", [](auto& r) { r.sampling.temperature = 0; },
+                  [](auto& r) { r.sampling.temperature = -0.01f; });
+  expect_boundary("temperature", [](auto& r) { r.sampling.temperature = 1; },
+                  [&](auto& r) { r.sampling.temperature = nan; });
   expect_boundary("top_p", [](auto& r) { r.sampling.top_p = 1; }, [](auto& r) { r.sampling.top_p = 1.01f; });
   expect_boundary("top_p", [](auto& r) { r.sampling.top_p = 1e-6f; }, [](auto& r) { r.sampling.top_p = 0; });
   expect_boundary("top_k", [](auto& r) { r.sampling.top_k = 0; }, [](auto& r) { r.sampling.top_k = -1; });
@@ -108,9 +111,12 @@ TEST(RequestValidation, PromptAndLengths) {
                   [](auto& r) { r.prompt.assign(64, 1), r.sampling.max_tokens = 1; });
   expect_boundary("prompt", [](auto& r) { r.prompt = {1}; }, [](auto& r) { r.prompt.clear(); });
   expect_boundary("max_tokens", [](auto& r) { r.sampling.max_tokens = 1; }, [](auto& r) { r.sampling.max_tokens = 0; });
-  expect_boundary("max_tokens", [](auto& r) { r.sampling.max_tokens = 60; }, [](auto& r) { r.sampling.max_tokens = 61; });
-  expect_boundary("min_tokens", [](auto& r) { r.sampling.min_tokens = 10; }, [](auto& r) { r.sampling.min_tokens = 11; });
-  expect_boundary("min_tokens", [](auto& r) { r.sampling.min_tokens = 0; }, [](auto& r) { r.sampling.min_tokens = -1; });
+  expect_boundary("max_tokens", [](auto& r) { r.sampling.max_tokens = 60; },
+                  [](auto& r) { r.sampling.max_tokens = 61; });
+  expect_boundary("min_tokens", [](auto& r) { r.sampling.min_tokens = 10; },
+                  [](auto& r) { r.sampling.min_tokens = 11; });
+  expect_boundary("min_tokens", [](auto& r) { r.sampling.min_tokens = 0; },
+                  [](auto& r) { r.sampling.min_tokens = -1; });
   // Both numbers are in the message, as a client needs them to fix the request.
   auto p = check([](auto& r) { r.prompt.assign(70, 1); });
   ASSERT_TRUE(p);
@@ -121,7 +127,8 @@ TEST(RequestValidation, PromptAndLengths) {
 
 TEST(RequestValidation, ImageBlocks) {
   // One entry per prompt token.
-  expect_boundary("mm_block", [](auto& r) { r.mm_block = {-1, -1, -1, -1}; }, [](auto& r) { r.mm_block = {-1, -1, -1}; });
+  expect_boundary("mm_block", [](auto& r) { r.mm_block = {-1, -1, -1, -1}; },
+                  [](auto& r) { r.mm_block = {-1, -1, -1}; });
   // An image (a run of one block id) of at most max_image_tokens soft tokens: 8 fit, 9 do not.
   expect_boundary("mm_block",
                   [](auto& r) {
