@@ -1,6 +1,5 @@
 #include "engine/request_validation.h"
 
-#include <cmath>
 #include <cstdint>
 
 #include <fmt/format.h>
