@@ -46,7 +46,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   try {
     nlohmann::json j = gs::api::parse_json_body(body);
     gs::api::OpenAIRequest req = chat ? gs::api::parse_chat_request(j) : gs::api::parse_completion_request(j);
-    gs::api::PreparedRequest p = gs::api::prepare_request(std::move(req), m, /*max_model_len=*/512);
+    gs::api::PreparedRequest p = gs::api::prepare_request(std::move(req), m, {m.tokenizer->vocab_size(), 512, 512});
     if (p.choices.empty()) abort();
     gs::api::ChoiceDecoder::Options opt;
     opt.chat = chat;

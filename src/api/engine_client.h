@@ -14,7 +14,9 @@ class EngineClient {
   virtual Engine::SubmitResult submit(GenerationRequest req) = 0;
   virtual void abort(const std::string& request_id) = 0;
   virtual EngineStats stats() const = 0;
-  virtual int max_model_len() const = 0;
+  // What submit() checks a request against; the API layer checks each choice against the same
+  // limits before it submits any (request_preparer.h).
+  virtual RequestLimits limits() const = 0;
 };
 
 class EngineClientFor final : public EngineClient {
@@ -23,7 +25,7 @@ class EngineClientFor final : public EngineClient {
   Engine::SubmitResult submit(GenerationRequest req) override;
   void abort(const std::string& request_id) override;
   EngineStats stats() const override;
-  int max_model_len() const override;
+  RequestLimits limits() const override;
 
  private:
   Engine& e_;

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "api/api_error.h"
+#include "api/request_problem_error.h"
 
 namespace gs::api {
 
@@ -51,7 +52,13 @@ void GenerationSession::submit() {
     if (!res.ok) {
       abort();
       int status = res.http_status >= 400 ? res.http_status : 500;
-      throw ApiError(status, res.error.empty() ? "the engine refused the request" : res.error, error_type_for_status(status));
+      std::string message = res.error.empty() ? "the engine refused the request" : res.error, param;
+      if (!res.param.empty()) {
+        // A validation problem reads "param: detail" (RequestProblem::message): name the client's field.
+        param = client_param(res.param, req_.api);
+        if (message.rfind(res.param + ": ", 0) == 0) message = param + message.substr(res.param.size());
+      }
+      throw ApiError(status, message, error_type_for_status(status), param);
     }
     c->submitted = true;
   }

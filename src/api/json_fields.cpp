@@ -1,6 +1,7 @@
 #include "api/json_fields.h"
 
 #include <cmath>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -9,6 +10,13 @@
 namespace gs::api {
 
 using json = RequestJson;
+
+float to_float(double x) {
+  constexpr double kMax = std::numeric_limits<float>::max();
+  if (x > kMax) return std::numeric_limits<float>::infinity();
+  if (x < -kMax) return -std::numeric_limits<float>::infinity();
+  return static_cast<float>(x);
+}
 
 std::string brief(const json& v) {
   std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -31,37 +39,53 @@ const json* FieldReader::raw(const char* key) const {
   return &*it;
 }
 
-std::optional<double> FieldReader::number(const char* key, double lo, double hi) const {
+std::optional<double> FieldReader::number(const char* key) const {
   const json* v = raw(key);
   if (!v) return std::nullopt;
-  if (!v->is_number() || !std::isfinite(v->get<double>()) || v->get<double>() < lo || v->get<double>() > hi) {
-    throw invalid_request(fmt::format("{}: must be a number in [{}, {}], got {}", name(key), lo, hi, brief(*v)), name(key));
+  if (!v->is_number() || !std::isfinite(v->get<double>())) {
+    throw invalid_request(fmt::format("{}: must be a number, got {}", name(key), brief(*v)), name(key));
   }
   return v->get<double>();
 }
 
+namespace {
+
+// A JSON integer as int64; 16.0 is an integer to most JSON writers, 16.5 is not.
+std::optional<int64_t> as_int64(const json& v) {
+  if (v.is_number_unsigned()) {
+    uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(INT64_MAX)) return std::nullopt;
+    return static_cast<int64_t>(u);
+  }
+  if (v.is_number_integer()) return v.get<int64_t>();
+  if (v.is_number_float()) {
+    double d = v.get<double>();
+    if (std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15) return static_cast<int64_t>(d);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 std::optional<int64_t> FieldReader::integer(const char* key, int64_t lo, int64_t hi) const {
   const json* v = raw(key);
   if (!v) return std::nullopt;
-  bool ok = false;
-  int64_t x = 0;
-  if (v->is_number_unsigned()) {
-    uint64_t u = v->get<uint64_t>();
-    ok = u <= static_cast<uint64_t>(INT64_MAX);
-    x = static_cast<int64_t>(u);
-  } else if (v->is_number_integer()) {
-    ok = true;
-    x = v->get<int64_t>();
-  } else if (v->is_number_float()) {
-    // 16.0 is an integer to most JSON writers; 16.5 is not.
-    double d = v->get<double>();
-    ok = std::isfinite(d) && d == std::floor(d) && std::fabs(d) < 9.0e15;
-    x = ok ? static_cast<int64_t>(d) : 0;
-  }
-  if (!ok || x < lo || x > hi) {
+  std::optional<int64_t> x = as_int64(*v);
+  if (!x || *x < lo || *x > hi) {
     throw invalid_request(fmt::format("{}: must be an integer in [{}, {}], got {}", name(key), lo, hi, brief(*v)), name(key));
   }
   return x;
+}
+
+std::optional<int> FieldReader::int32(const char* key) const {
+  const json* v = raw(key);
+  if (!v) return std::nullopt;
+  std::optional<int64_t> x = as_int64(*v);
+  if (!x) throw invalid_request(fmt::format("{}: must be an integer, got {}", name(key), brief(*v)), name(key));
+  if (*x < INT32_MIN || *x > INT32_MAX) {
+    throw invalid_request(fmt::format("{}: must be a 32-bit integer, got {}", name(key), brief(*v)), name(key));
+  }
+  return static_cast<int>(*x);
 }
 
 std::optional<bool> FieldReader::boolean(const char* key) const {

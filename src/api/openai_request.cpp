@@ -89,7 +89,7 @@ void refuse_unsupported(const FieldReader& f, Endpoint endpoint) {
   refuse_if("use_beam_search", true, "no beam search");
   refuse_if("return_tokens_as_token_ids", true, "logprobs name tokens by their text");
   refuse_if("return_token_ids", true, "responses carry text");
-  if (auto lp = f.number("length_penalty", -1e9, 1e9); lp && *lp != 1)
+  if (auto lp = f.number("length_penalty"); lp && *lp != 1)
     throw unsupported("length_penalty is not supported (it only acts on beam search, which is not supported)",
                       "length_penalty");
   if (endpoint == Endpoint::ChatCompletions) {
@@ -99,29 +99,29 @@ void refuse_unsupported(const FieldReader& f, Endpoint endpoint) {
   }
 }
 
-// logit_bias: {"token id": bias}, as OpenAI and vLLM take it. Ids are checked against the
-// vocabulary when the request is prepared.
+// logit_bias: {"token id": bias}, as OpenAI and vLLM take it. Ids and biases are checked against
+// the vocabulary and [-100, 100] by the request validation.
 std::vector<std::pair<int, float>> parse_logit_bias(const FieldReader& f) {
   const json* lb = f.object("logit_bias");
   if (!lb) return {};
   std::vector<std::pair<int, float>> out;
   for (auto it = lb->begin(); it != lb->end(); ++it) {
     const std::string& key = it.key();
-    int64_t id = -1;
-    bool digits = !key.empty() && key.size() <= 10 &&
-                  std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
-    if (digits) id = std::stoll(key);
-    if (!digits || id > INT32_MAX) {
-      throw invalid_request(fmt::format("logit_bias: keys must be token ids (non-negative integers as strings), got {}",
+    const size_t sign = !key.empty() && key[0] == '-' ? 1 : 0;
+    const bool digits = key.size() > sign && key.size() - sign <= 10 &&
+                        std::all_of(key.begin() + sign, key.end(), [](char c) { return c >= '0' && c <= '9'; });
+    const int64_t id = digits ? std::stoll(key) : 0;
+    if (!digits || id < INT32_MIN || id > INT32_MAX) {
+      throw invalid_request(fmt::format("logit_bias: keys must be token ids (integers written as strings), got {}",
                                         brief(json(key))), "logit_bias");
     }
     const json& v = it.value();
-    if (!v.is_number() || !(v.get<double>() >= -kMaxLogitBias && v.get<double>() <= kMaxLogitBias)) {
-      throw invalid_request(fmt::format("logit_bias: the bias of token {} must be a number in [-100, 100], got {}", id,
-                                        brief(v)), "logit_bias");
+    if (!v.is_number()) {
+      throw invalid_request(fmt::format("logit_bias: the bias of token {} must be a number, got {}", id, brief(v)),
+                            "logit_bias");
     }
     // "7" and "007" name one token; the later one wins, as in a Python dict of int keys.
-    const float bias = static_cast<float>(v.get<double>());
+    const float bias = to_float(v.get<double>());
     auto same = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == int(id); });
     if (same != out.end()) same->second = bias;
     else out.push_back({static_cast<int>(id), bias});
@@ -152,11 +152,14 @@ std::vector<std::string> parse_stop(const FieldReader& f) {
   return out;
 }
 
+// Token ids as given; whether they are in the vocabulary is the request validation's to say.
 std::vector<int> parse_token_list(const json& v, const std::string& name) {
   std::vector<int> ids;
   for (const auto& x : v) {
-    if (!x.is_number_integer() || x.get<int64_t>() < 0 || x.get<int64_t>() > INT32_MAX) {
-      throw invalid_request(fmt::format("{}: token ids must be non-negative integers, got {}", name, brief(x)), name);
+    const bool fits = x.is_number_unsigned() ? x.get<uint64_t>() <= INT32_MAX
+                      : x.is_number_integer() && x.get<int64_t>() >= INT32_MIN && x.get<int64_t>() <= INT32_MAX;
+    if (!fits) {
+      throw invalid_request(fmt::format("{}: token ids must be 32-bit integers, got {}", name, brief(x)), name);
     }
     ids.push_back(static_cast<int>(x.get<int64_t>()));
   }
@@ -169,23 +172,17 @@ void parse_common(const FieldReader& f, const json& body, OpenAIRequest& r) {
   check_no_effect_fields(f, r.endpoint);
   note_unknown_fields(body, r.endpoint);
   r.model = f.string("model").value_or("");
-  r.temperature = f.number("temperature", 0, 2);
-  if (auto p = f.number("top_p", 0, 1)) {
-    if (*p <= 0) throw invalid_request("top_p: must be in (0, 1], got 0", "top_p");
-    r.top_p = p;
-  }
-  if (auto k = f.integer("top_k", -1, INT32_MAX)) r.top_k = static_cast<int>(*k < 0 ? 0 : *k);
-  r.min_p = f.number("min_p", 0, 1);
+  r.temperature = f.number("temperature");
+  r.top_p = f.number("top_p");
+  // -1 is vLLM's "off"; the engine's is 0.
+  if (auto k = f.int32("top_k")) r.top_k = *k == -1 ? 0 : *k;
+  r.min_p = f.number("min_p");
   if (auto s = f.integer("seed", INT64_MIN, INT64_MAX)) r.seed = static_cast<uint64_t>(*s);
-  r.presence_penalty = f.number("presence_penalty", -2, 2).value_or(0);
-  r.frequency_penalty = f.number("frequency_penalty", -2, 2).value_or(0);
-  if (auto p = f.number("repetition_penalty", 0, kMaxRepetitionPenalty)) {
-    if (*p <= 0) throw invalid_request(fmt::format("repetition_penalty: must be a number in (0, {}], got 0",
-                                                   kMaxRepetitionPenalty), "repetition_penalty");
-    r.repetition_penalty = *p;
-  }
+  r.presence_penalty = f.number("presence_penalty").value_or(0);
+  r.frequency_penalty = f.number("frequency_penalty").value_or(0);
+  r.repetition_penalty = f.number("repetition_penalty").value_or(1);
   r.logit_bias = parse_logit_bias(f);
-  r.min_tokens = static_cast<int>(f.integer("min_tokens", 0, INT32_MAX).value_or(0));
+  r.min_tokens = f.int32("min_tokens").value_or(0);
   r.stop = parse_stop(f);
   r.include_stop_str_in_output = f.boolean("include_stop_str_in_output").value_or(false);
   r.add_special_tokens = f.boolean("add_special_tokens");
@@ -202,14 +199,23 @@ void parse_common(const FieldReader& f, const json& body, OpenAIRequest& r) {
     r.include_usage = FieldReader(*so, "stream_options").boolean("include_usage").value_or(false);
   }
   // max_completion_tokens is the newer name of max_tokens; when both are given they must agree.
-  auto mt = f.integer("max_tokens", 1, INT32_MAX);
-  auto mct = f.integer("max_completion_tokens", 1, INT32_MAX);
+  auto mt = f.int32("max_tokens");
+  auto mct = f.int32("max_completion_tokens");
   if (mt && mct && *mt != *mct) {
     throw invalid_request(fmt::format("max_tokens ({}) and max_completion_tokens ({}) disagree", *mt, *mct),
                           "max_completion_tokens");
   }
-  if (mct) r.max_tokens = static_cast<int>(*mct);
-  else if (mt) r.max_tokens = static_cast<int>(*mt);
+  r.max_tokens = mt ? mt : mct;
+  if (!mt && mct) r.max_tokens_param = "max_completion_tokens";
+}
+
+// A logprob count (chat top_logprobs, completions logprobs). The engine's logprobs = -1 means
+// "none", so a negative count is refused here, where it is still the client's; the upper bound is
+// the request validation's.
+std::optional<int> logprob_count(const FieldReader& f, const char* key) {
+  auto n = f.int32(key);
+  if (n && *n < 0) throw invalid_request(fmt::format("{}: must be >= 0, got {}", key, *n), key);
+  return n;
 }
 
 PromptInput parse_one_prompt(const json& p, const std::string& name) {
@@ -258,7 +264,7 @@ OpenAIRequest parse_chat_request(const json& body) {
   }
   r.enable_thinking = thinking.value_or(false);
   bool logprobs = f.boolean("logprobs").value_or(false);
-  auto top = f.integer("top_logprobs", 0, kMaxTopLogprobs);
+  auto top = logprob_count(f, "top_logprobs");
   if (top && !logprobs) throw invalid_request("top_logprobs: requires logprobs to be true", "top_logprobs");
   r.logprobs = logprobs ? static_cast<int>(top.value_or(0)) : -1;
   return r;
@@ -283,7 +289,7 @@ OpenAIRequest parse_completion_request(const json& body) {
                                       kMaxChoices), "prompt");
   }
   r.echo = f.boolean("echo").value_or(false);
-  if (auto lp = f.integer("logprobs", 0, kMaxTopLogprobs)) r.logprobs = static_cast<int>(*lp);
+  if (auto lp = logprob_count(f, "logprobs")) r.logprobs = *lp;
   return r;
 }
 

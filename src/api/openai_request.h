@@ -1,9 +1,10 @@
-// The body of a /v1/chat/completions or /v1/completions request, parsed and validated. Nothing
-// here knows the model: token ids, lengths and defaults are checked when the request is prepared
-// (api/request_preparer.h). Every known field is honoured, refused with a 400 naming it, or accepted
-// because it cannot change the output (docs/api-fields.md; api/request_fields.h). Unknown fields
-// are accepted and logged once per name, as vLLM does; known fields with a wrong type or value are
-// refused with a 400 naming the field.
+// The body of a /v1/chat/completions or /v1/completions request, parsed: JSON types and shapes
+// are checked here, value ranges are not. Nothing here knows the model or the engine: the ranges,
+// token ids and lengths are checked by the engine's one request validation
+// (engine/request_validation.h) when the request is prepared (api/request_preparer.h). Every known
+// field is honoured, refused with a 400 naming it, or accepted because it cannot change the output
+// (docs/api-fields.md; api/request_fields.h). Unknown fields are accepted and logged once per name,
+// as vLLM does; known fields of the wrong type are refused with a 400 naming the field.
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -50,12 +51,13 @@ struct OpenAIRequest {
 
   // Sampling; unset values take generation_config.json defaults.
   std::optional<int> max_tokens;
+  std::string max_tokens_param = "max_tokens";  // the field it came in ("max_completion_tokens", ...)
   std::optional<double> temperature, top_p, min_p;
   std::optional<int> top_k;              // 0: off (-1 is accepted as off, as vLLM does)
   std::optional<uint64_t> seed;
   double presence_penalty = 0, frequency_penalty = 0;
-  double repetition_penalty = 1;         // (0, kMaxRepetitionPenalty]
-  std::vector<std::pair<int, float>> logit_bias;  // token id -> bias in [-100, 100]; ids distinct
+  double repetition_penalty = 1;
+  std::vector<std::pair<int, float>> logit_bias;  // token id -> bias; ids distinct
   int min_tokens = 0;
   std::vector<std::string> stop;
   bool include_stop_str_in_output = false;
@@ -72,13 +74,10 @@ struct OpenAIRequest {
   bool include_usage = false;            // stream_options.include_usage
 };
 
-constexpr int kMaxChoices = 64;          // n
-constexpr int kMaxTopLogprobs = 20;
+// Limits of the request's shape (what the engine never sees); the sampling ranges are
+// engine/request_validation.h's.
+constexpr int kMaxChoices = 64;          // n, and prompts x n
 constexpr int kMaxStopStrings = 16;
-// vLLM only asks for > 0; above this the penalty is a ban in all but name, and a typo (15 for 1.5)
-// deserves a 400 more than a silent ban.
-constexpr double kMaxRepetitionPenalty = 10;
-constexpr double kMaxLogitBias = 100;    // OpenAI's range, [-100, 100]
 
 OpenAIRequest parse_chat_request(const RequestJson& body);
 OpenAIRequest parse_completion_request(const RequestJson& body);

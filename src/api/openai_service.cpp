@@ -64,7 +64,7 @@ PreparedRequest OpenAIService::prepare(Endpoint endpoint, const std::string& bod
 }
 
 PreparedRequest OpenAIService::prepare(OpenAIRequest req) const {
-  return prepare_request(std::move(req), *model_, engine_.max_model_len());
+  return prepare_request(std::move(req), *model_, engine_.limits());
 }
 
 std::unique_ptr<GenerationSession> OpenAIService::start(PreparedRequest req) {
@@ -108,7 +108,7 @@ json OpenAIService::model(const std::string& id) const {
                    "not_found_error", "model", "model_not_found");
   }
   return {{"id", model_->name}, {"object", "model"}, {"created", created_}, {"owned_by", "gemmaserve"},
-          {"max_model_len", engine_.max_model_len()}};
+          {"max_model_len", engine_.limits().max_model_len}};
 }
 
 json OpenAIService::tokenize(const std::string& body) const {
@@ -126,7 +126,7 @@ json OpenAIService::tokenize(const std::string& body) const {
     if (!prompt) throw invalid_request("prompt: required (a string), or messages", "prompt");
     ids = tok.encode(*prompt, f.boolean("add_special_tokens").value_or(tok.add_bos_default()));
   }
-  json out = {{"count", ids.size()}, {"max_model_len", engine_.max_model_len()}, {"tokens", ids}};
+  json out = {{"count", ids.size()}, {"max_model_len", engine_.limits().max_model_len}, {"tokens", ids}};
   if (f.boolean("return_token_strs").value_or(false)) {
     json strs = json::array();
     for (int id : ids) strs.push_back(std::string(tok.token_text(id)));

@@ -1,5 +1,6 @@
 #include "api/request_preparer.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <random>
@@ -7,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "api/api_error.h"
+#include "api/json_fields.h"
+#include "api/request_problem_error.h"
 
 namespace gs::api {
 
@@ -47,14 +50,14 @@ namespace {
 SamplingParams sampling_for(const OpenAIRequest& r, const GenerationConfig& g, int max_tokens) {
   SamplingParams s;
   // Unset fields take the checkpoint's generation_config.json; without do_sample it is greedy.
-  s.temperature = static_cast<float>(r.temperature.value_or(g.do_sample ? g.temperature : 0.0));
+  s.temperature = to_float(r.temperature.value_or(g.do_sample ? g.temperature : 0.0));
   s.top_k = r.top_k.value_or(g.do_sample ? g.top_k : 0);
-  s.top_p = static_cast<float>(r.top_p.value_or(g.do_sample ? g.top_p : 1.0));
-  s.min_p = static_cast<float>(r.min_p.value_or(g.do_sample ? g.min_p : 0.0));
+  s.top_p = to_float(r.top_p.value_or(g.do_sample ? g.top_p : 1.0));
+  s.min_p = to_float(r.min_p.value_or(g.do_sample ? g.min_p : 0.0));
   s.seed = r.seed;
-  s.presence_penalty = static_cast<float>(r.presence_penalty);
-  s.frequency_penalty = static_cast<float>(r.frequency_penalty);
-  s.repetition_penalty = static_cast<float>(r.repetition_penalty);
+  s.presence_penalty = to_float(r.presence_penalty);
+  s.frequency_penalty = to_float(r.frequency_penalty);
+  s.repetition_penalty = to_float(r.repetition_penalty);
   s.logit_bias = r.logit_bias;
   s.max_tokens = max_tokens;
   s.min_tokens = r.min_tokens;
@@ -69,24 +72,17 @@ SamplingParams sampling_for(const OpenAIRequest& r, const GenerationConfig& g, i
   return s;
 }
 
-void check_ids(const std::vector<int>& ids, int vocab, const std::string& param) {
-  for (int id : ids) {
-    if (id < 0 || id >= vocab) {
-      throw invalid_request(fmt::format("{}: token id {} is outside the vocabulary [0, {})", param, id, vocab), param);
-    }
-  }
-}
-
 }  // namespace
 
-PreparedRequest prepare_request(OpenAIRequest req, const ServingModel& model, int max_model_len) {
+PreparedRequest prepare_request(OpenAIRequest req, const ServingModel& model, const RequestLimits& engine_limits) {
   if (!req.model.empty() && req.model != model.name) {
     throw ApiError(404, fmt::format("The model `{}` does not exist; this server serves `{}`", req.model, model.name),
                    "not_found_error", "model", "model_not_found");
   }
   const Tokenizer& tok = *model.tokenizer;
-  check_ids(req.stop_token_ids, tok.vocab_size(), "stop_token_ids");
-  for (auto [id, bias] : req.logit_bias) check_ids({id}, tok.vocab_size(), "logit_bias");
+  // Ids the engine could run but the tokenizer cannot name are refused too: the response carries text.
+  RequestLimits limits = engine_limits;
+  limits.vocab_size = std::min(limits.vocab_size, tok.vocab_size());
   if (req.reasoning_effort && req.endpoint == Endpoint::ChatCompletions && model.chat_template &&
       model.chat_template->source().find("enable_thinking") == std::string::npos) {
     // A template without the switch would render the same prompt whatever the effort.
@@ -105,42 +101,16 @@ PreparedRequest prepare_request(OpenAIRequest req, const ServingModel& model, in
     p.prompt_ids.push_back(tok.encode(text, req.add_special_tokens.value_or(false)));
     p.prompt_texts.push_back(std::move(text));
   } else {
-    for (size_t i = 0; i < req.prompts.size(); ++i) {
-      const PromptInput& in = req.prompts[i];
-      if (in.is_ids) {
-        check_ids(in.ids, tok.vocab_size(), "prompt");
-        p.prompt_ids.push_back(in.ids);
-        p.prompt_texts.push_back(tok.decode(in.ids, /*skip_special=*/false));
-      } else {
-        p.prompt_ids.push_back(tok.encode(in.text, req.add_special_tokens.value_or(tok.add_bos_default())));
-        p.prompt_texts.push_back(in.text);
-      }
-      if (p.prompt_ids.back().empty()) throw invalid_request("prompt: encodes to no tokens", "prompt");
+    const bool add_bos = req.add_special_tokens.value_or(tok.add_bos_default());
+    for (const PromptInput& in : req.prompts) {
+      p.prompt_ids.push_back(in.is_ids ? in.ids : tok.encode(in.text, add_bos));
+      p.prompt_texts.push_back(in.text);  // an id prompt's text once its ids are known to be valid
     }
   }
 
   for (size_t pi = 0; pi < p.prompt_ids.size(); ++pi) {
-    int len = static_cast<int>(p.prompt_ids[pi].size());
-    std::string what = p.prompt_ids.size() > 1 ? fmt::format("prompt[{}]", pi) : std::string(chat ? "messages" : "prompt");
-    if (len >= max_model_len) {
-      throw invalid_request(fmt::format("{}: the prompt is {} tokens but the maximum model length is {} tokens "
-                                        "(the prompt plus at least one new token must fit)",
-                                        what, len, max_model_len), chat ? "messages" : "prompt");
-    }
-    int max_tokens = max_model_len - len;
-    if (req.max_tokens) {
-      if (len + *req.max_tokens > max_model_len) {
-        throw invalid_request(fmt::format("max_tokens: the prompt is {} tokens and max_tokens is {}, together more "
-                                          "than the maximum model length of {} tokens",
-                                          len, *req.max_tokens, max_model_len), "max_tokens");
-      }
-      max_tokens = *req.max_tokens;
-    }
-    if (req.min_tokens > max_tokens) {
-      throw invalid_request(fmt::format("min_tokens: {} is more than max_tokens ({}{})", req.min_tokens, max_tokens,
-                                        req.max_tokens ? "" : ", what the model length leaves after the prompt"),
-                            "min_tokens");
-    }
+    // Unset, max_tokens is what the model length leaves after the prompt.
+    const int max_tokens = req.max_tokens.value_or(limits.max_model_len - static_cast<int>(p.prompt_ids[pi].size()));
     for (int k = 0; k < req.n; ++k) {
       PreparedChoice c;
       c.prompt_index = static_cast<int>(pi);
@@ -152,6 +122,14 @@ PreparedRequest prepare_request(OpenAIRequest req, const ServingModel& model, in
       if (c.request.sampling.seed) *c.request.sampling.seed += static_cast<uint64_t>(k);
       p.choices.push_back(std::move(c));
     }
+  }
+  // Every choice, before the session submits any: a request is refused whole, never half run.
+  for (const PreparedChoice& c : p.choices) {
+    if (auto problem = validate_request(c.request, limits)) throw request_problem_error(*problem, req, c.prompt_index);
+  }
+  if (!chat) {
+    for (size_t i = 0; i < req.prompts.size(); ++i)
+      if (req.prompts[i].is_ids) p.prompt_texts[i] = tok.decode(req.prompts[i].ids, /*skip_special=*/false);
   }
   p.api = std::move(req);
   return p;

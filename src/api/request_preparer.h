@@ -1,6 +1,8 @@
 // From a parsed OpenAI request to what the engine runs: the prompt rendered with the model's chat
-// template and tokenized, the length checked against the model's limit (never truncated), and one
-// GenerationRequest per choice with sampling filled in from generation_config.json defaults.
+// template and tokenized, and one GenerationRequest per choice with sampling filled in from
+// generation_config.json defaults, each checked by the engine's request validation
+// (engine/request_validation.h: ranges, token ids, the prompt against the model length, never
+// truncated) before any is submitted.
 #pragma once
 #include <string>
 #include <vector>
@@ -8,6 +10,7 @@
 #include "api/openai_request.h"
 #include "api/serving_model.h"
 #include "engine/request.h"
+#include "engine/request_validation.h"
 
 namespace gs::api {
 
@@ -26,8 +29,9 @@ struct PreparedRequest {
   std::vector<PreparedChoice> choices;
 };
 
-// Throws ApiError (400) for anything the request cannot be served with.
-PreparedRequest prepare_request(OpenAIRequest req, const ServingModel& model, int max_model_len);
+// Throws ApiError (400) for anything the request cannot be served with. `limits` are the engine's
+// (EngineClient::limits()); token ids are also held to the tokenizer's vocabulary.
+PreparedRequest prepare_request(OpenAIRequest req, const ServingModel& model, const RequestLimits& limits);
 
 // Shared by prepare_request and /tokenize: the prompt text of a chat request.
 std::string render_chat_prompt(const OpenAIRequest& req, const ServingModel& model, bool add_generation_prompt = true);

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cmath>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
@@ -131,45 +130,10 @@ void Engine::stop() {
 
 Engine::SubmitResult Engine::submit(GenerationRequest req) {
   Impl& m = *impl_;
-  const int vocab = m.model->config().vocab_size;
-  const int limit = m.setup.max_model_len;
-  const SamplingParams& sp = req.sampling;
-  auto reject = [](int status, std::string msg) { return SubmitResult{false, status, std::move(msg)}; };
-  if (req.prompt.empty()) return reject(400, "the prompt is empty");
-  for (size_t i = 0; i < req.prompt.size(); ++i)
-    if (req.prompt[i] < 0 || req.prompt[i] >= vocab)
-      return reject(400, fmt::format("prompt token {} at position {} is outside the vocabulary [0, {})",
-                                     req.prompt[i], i, vocab));
-  if (sp.max_tokens < 1) return reject(400, fmt::format("max_tokens must be at least 1, got {}", sp.max_tokens));
-  if (int64_t(req.prompt.size()) + sp.max_tokens > limit)
-    return reject(400, fmt::format("This model's maximum context length is {} tokens. However, you requested {} tokens "
-                                   "({} in the prompt, {} for the completion). Please reduce the prompt or max_tokens.",
-                                   limit, req.prompt.size() + size_t(sp.max_tokens), req.prompt.size(), sp.max_tokens));
-  if (!(sp.temperature >= 0)) return reject(400, fmt::format("temperature must be >= 0, got {}", sp.temperature));
-  if (!(sp.top_p > 0 && sp.top_p <= 1)) return reject(400, fmt::format("top_p must be in (0, 1], got {}", sp.top_p));
-  if (!(sp.min_p >= 0 && sp.min_p <= 1)) return reject(400, fmt::format("min_p must be in [0, 1], got {}", sp.min_p));
-  if (sp.top_k < 0) return reject(400, fmt::format("top_k must be >= 0 (0: off), got {}", sp.top_k));
-  if (sp.logprobs > ModelRunner::kMaxTopLogprobs)
-    return reject(400, fmt::format("logprobs must be at most {}, got {}", ModelRunner::kMaxTopLogprobs, sp.logprobs));
-  if (!req.mm_block.empty() && req.mm_block.size() != req.prompt.size())
-    return reject(400, fmt::format("mm_block has {} entries for {} prompt tokens", req.mm_block.size(), req.prompt.size()));
-  for (size_t i = 0, run = 0; i < req.mm_block.size(); ++i) {
-    run = (req.mm_block[i] >= 0 && i > 0 && req.mm_block[i] == req.mm_block[i - 1]) ? run + 1 : 1;
-    if (req.mm_block[i] >= 0 && int(run) > m.setup.scheduler.max_num_batched_tokens)
-      return reject(400, fmt::format("an image of more than {} soft tokens does not fit in one step "
-                                     "(--max-num-batched-tokens)", m.setup.scheduler.max_num_batched_tokens));
-  }
-  for (int t : sp.stop_token_ids)
-    if (t < 0 || t >= vocab) return reject(400, fmt::format("stop token id {} is outside the vocabulary", t));
-  if (!(sp.repetition_penalty > 0) || !std::isfinite(sp.repetition_penalty))
-    return reject(400, fmt::format("repetition_penalty must be > 0, got {}", sp.repetition_penalty));
-  if (sp.min_tokens < 0 || sp.min_tokens > sp.max_tokens)
-    return reject(400, fmt::format("min_tokens must be in [0, max_tokens = {}], got {}", sp.max_tokens, sp.min_tokens));
-  for (auto [t, bias] : sp.logit_bias) {
-    if (t < 0 || t >= vocab) return reject(400, fmt::format("logit_bias token id {} is outside the vocabulary", t));
-    if (!std::isfinite(bias)) return reject(400, fmt::format("logit_bias of token {} is not finite", t));
-  }
-
+  auto reject = [](int status, std::string msg, std::string param = "") {
+    return SubmitResult{false, status, std::move(msg), std::move(param)};
+  };
+  if (auto problem = validate_request(req, request_limits())) return reject(400, problem->message(), problem->param);
   auto seq = std::make_unique<Sequence>();
   seq->tokens = req.prompt;
   seq->prompt_len = int(req.prompt.size());
@@ -195,7 +159,7 @@ Engine::SubmitResult Engine::submit(GenerationRequest req) {
     m.inbox.push_back(std::move(seq));
   }
   m.cv.notify_all();
-  return SubmitResult{true, 200, ""};
+  return SubmitResult{true, 200, "", ""};
 }
 
 void Engine::abort(const std::string& request_id) {
@@ -213,6 +177,10 @@ EngineStats Engine::stats() const {
 }
 const ModelConfig& Engine::model_config() const { return impl_->model->config(); }
 int Engine::max_model_len() const { return impl_->setup.max_model_len; }
+RequestLimits Engine::request_limits() const {
+  return RequestLimits{impl_->model->config().vocab_size, impl_->setup.max_model_len,
+                       impl_->setup.scheduler.max_num_batched_tokens};
+}
 const EngineOptions& Engine::options() const { return impl_->opts; }
 std::string Engine::memory_plan() const { return impl_->setup.plan.describe(); }
 

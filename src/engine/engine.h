@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "engine/request.h"
+#include "engine/request_validation.h"
 #include "model/gemma4_model.h"
 #include "model/model_config.h"
 
@@ -75,10 +76,10 @@ class Engine {
     bool ok = false;
     int http_status = 200;   // 400 for bad requests, 429 when the queue is full, 503 when stopped
     std::string error;
+    std::string param;       // with a 400 from validate_request: the field (RequestProblem::param)
   };
-  // Rejects (without touching the output channel): empty prompt, prompt + max_tokens over
-  // max_model_len, a token id outside the vocabulary, sampling values out of range, logprobs over
-  // 20, an image larger than one step, a duplicate id, a full queue (429), a stopped engine (503).
+  // Rejects (without touching the output channel): whatever validate_request finds against
+  // request_limits() (400), a duplicate id (400), a full queue (429), a stopped engine (503).
   SubmitResult submit(GenerationRequest req);
   // Unknown or finished ids are ignored. The request's pages are freed at the next engine step and
   // its channel receives a final FinishReason::Abort output.
@@ -87,6 +88,8 @@ class Engine {
   EngineStats stats() const;
   const ModelConfig& model_config() const;
   int max_model_len() const;
+  // What submit() checks requests against (request_validation.h).
+  RequestLimits request_limits() const;
   const EngineOptions& options() const;
   std::string memory_plan() const;  // the multi-line plan printed at start-up
 

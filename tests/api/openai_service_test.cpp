@@ -270,6 +270,19 @@ TEST_F(ServiceTest, BadTokenIdsAndWrongModel) {
   }
 }
 
+// Should the engine refuse what the API layer let through, its 400 still names the client's field.
+TEST_F(ServiceTest, EngineRefusalNamesTheEndpointsField) {
+  engine.refusal = {false, 400, "logprobs: must be at most 20, got 21", "logprobs"};
+  try {
+    complete(Endpoint::ChatCompletions, chat({{"logprobs", true}, {"top_logprobs", 2}}));
+    FAIL();
+  } catch (const ApiError& e) {
+    EXPECT_EQ(e.status(), 400);
+    EXPECT_EQ(e.param(), "top_logprobs");
+    EXPECT_STREQ(e.what(), "top_logprobs: must be at most 20, got 21");
+  }
+}
+
 TEST_F(ServiceTest, QueueFullIs429AndAbortsSiblings) {
   emit("a");
   engine.queue_limit = 2;

@@ -19,6 +19,7 @@ class ScriptedEngine : public api::EngineClient {
   };
   int max_len = 4096;
   int queue_limit = 1 << 30;  // submissions beyond this many are refused with 429
+  Engine::SubmitResult refusal;  // with an error: every submission is refused with it (a 400 of validate_request...)
   int cached_tokens = 0;
   // How a request whose script runs out before max_tokens ends: Stop (the model's EOS), or Error /
   // Abort with `end_error`, as the engine ends requests it fails or stops (shutdown).
@@ -27,7 +28,8 @@ class ScriptedEngine : public api::EngineClient {
 
   Engine::SubmitResult submit(GenerationRequest req) override {
     std::lock_guard<std::mutex> lock(mu_);
-    if (static_cast<int>(submitted.size()) >= queue_limit) return {false, 429, "too many requests queued"};
+    if (static_cast<int>(submitted.size()) >= queue_limit) return {false, 429, "too many requests queued", ""};
+    if (!refusal.error.empty()) return refusal;
     submitted.push_back(req);
     std::vector<int> toks = script(req);
     const SamplingParams& s = req.sampling;
@@ -41,7 +43,7 @@ class ScriptedEngine : public api::EngineClient {
         o.error = end_error;
         o.completion_tokens = n;
         req.output->push(o);
-        return {true, 200, ""};
+        return {true, 200, "", ""};
       }
       int t = toks[i];
       o.new_tokens = {t};
@@ -58,14 +60,15 @@ class ScriptedEngine : public api::EngineClient {
       req.output->push(o);
       if (o.finish != FinishReason::None) break;
     }
-    return {true, 200, ""};
+    return {true, 200, "", ""};
   }
   void abort(const std::string& id) override {
     std::lock_guard<std::mutex> lock(mu_);
     aborted.insert(id);
   }
   EngineStats stats() const override { return {}; }
-  int max_model_len() const override { return max_len; }
+  // Any id is the engine's: the API layer narrows the vocabulary to its tokenizer's.
+  RequestLimits limits() const override { return {INT32_MAX, max_len, 2048}; }
 
   std::vector<GenerationRequest> submitted;
   std::set<std::string> aborted;

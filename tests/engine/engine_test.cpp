@@ -276,10 +276,13 @@ TEST(Engine, RejectsBadRequestsAndAFullQueue) {
   EXPECT_EQ(engine.submit(request("v", {5, 9999}, 4)).http_status, 400);
   auto bad_p = request("p", {5}, 4);
   bad_p.sampling.top_p = 0;
-  EXPECT_EQ(engine.submit(bad_p).http_status, 400);
+  auto refused = engine.submit(bad_p);
+  EXPECT_EQ(refused.http_status, 400);
+  EXPECT_EQ(refused.param, "top_p");  // validate_request's problem, field and message
+  EXPECT_EQ(refused.error.rfind("top_p: ", 0), 0u) << refused.error;
   auto bad_lp = request("lp", {5}, 4);
   bad_lp.sampling.logprobs = 21;
-  EXPECT_EQ(engine.submit(bad_lp).http_status, 400);
+  EXPECT_EQ(engine.submit(bad_lp).param, "logprobs");
   auto q1 = request("q1", {5, 6}, 4), q2 = request("q2", {5, 6}, 4);
   EXPECT_TRUE(engine.submit(q1).ok);
   EXPECT_EQ(engine.submit(request("q1", {5}, 4)).http_status, 400);  // duplicate id

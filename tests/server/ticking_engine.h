@@ -35,12 +35,12 @@ class TickingEngine : public api::EngineClient {
 
   Engine::SubmitResult submit(GenerationRequest req) override {
     std::lock_guard<std::mutex> lock(mu_);
-    if (stopping_) return {false, 503, "engine stopped"};
-    if (static_cast<int>(live_.size()) >= queue_limit) return {false, 429, "the queue is full (test limit)"};
+    if (stopping_) return {false, 503, "engine stopped", ""};
+    if (static_cast<int>(live_.size()) >= queue_limit) return {false, 429, "the queue is full (test limit)", ""};
     Live l{req.output, req.sampling.max_tokens, 0};
     live_[req.id] = l;
     ++submitted_;
-    return {true, 200, ""};
+    return {true, 200, "", ""};
   }
   void abort(const std::string& id) override {
     std::lock_guard<std::mutex> lock(mu_);
@@ -60,7 +60,7 @@ class TickingEngine : public api::EngineClient {
     s.pages_total[1] = 100;
     return s;
   }
-  int max_model_len() const override { return 1 << 20; }
+  RequestLimits limits() const override { return {INT32_MAX, 1 << 20, 2048}; }
 
   int active() const {
     std::lock_guard<std::mutex> lock(mu_);
