@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "cli/command.h"
+#include "cli/kernel_policy_option.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "kernels/backends.h"
@@ -32,6 +33,7 @@ struct BenchDecodeOptions {
   std::string model = "e2b";
   std::string load_format = "dummy";
   std::string backend = "cuda";
+  std::string kernel_policy;  // --kernel-policy items
   std::string batches = "1";
   int context = 1024;
   int steps = 32;
@@ -220,7 +222,7 @@ std::string sampling_label(const BenchDecodeOptions& o) {
 int run(const BenchDecodeOptions& o) {
   GS_CHECK(o.context >= 0 && o.steps > 0 && o.warmup >= 0, "bench-decode: --context >= 0, --steps > 0, --warmup >= 0");
   const std::vector<int> batches = parse_int_list(o.batches);
-  std::unique_ptr<Backend> be = create_backend(o.backend);
+  std::unique_ptr<Backend> be = create_backend(o.backend, backend_options(o.kernel_policy));
   const auto t_load = std::chrono::steady_clock::now();
   LoadedModel loaded = load_model(ModelSpec{o.model, parse_load_format(o.load_format)}, *be);
   const ModelConfig& cfg = loaded.config;
@@ -271,6 +273,7 @@ GS_REGISTER_COMMAND(bench_decode, "bench-decode",
                                      "dummy: random weights generated on the device; auto: read the checkpoint")
                           ->capture_default_str();
                       app.add_option("--backend", o->backend, "cpu, cuda or cuda:N")->capture_default_str();
+                      add_kernel_policy_option(app, o->kernel_policy);
                       app.add_option("--batch", o->batches, "Comma-separated batch sizes, e.g. 1,8,64")
                           ->capture_default_str();
                       app.add_option("--context", o->context, "Cached tokens per sequence before the timed steps")

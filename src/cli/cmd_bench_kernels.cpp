@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "cli/command.h"
+#include "cli/kernel_policy_option.h"
 #include "core/error.h"
 #include "kernels/backends.h"
 #ifdef GEMMASERVE_HAVE_CUDA
@@ -202,9 +203,9 @@ void bench_sampling(Bench& B, Backend& b) {
   B.time("top_logprobs 20 [64x262144]", 0, double(R * V * 4), [&] { b.top_logprobs(logits, 20, tid, tlp); });
 }
 
-int run(const std::string& backend_name, const std::string& json_path, int reps, bool skip_attention,
-        const std::vector<std::string>& only) {
-  std::unique_ptr<Backend> backend = create_backend(backend_name);
+int run(const std::string& backend_name, const std::string& kernel_policy, const std::string& json_path, int reps,
+        bool skip_attention, const std::vector<std::string>& only) {
+  std::unique_ptr<Backend> backend = create_backend(backend_name, backend_options(kernel_policy));
   GS_CHECK(backend->device() == Device::CUDA, "bench-kernels measures the cuda backend; got {}", backend->name());
   auto wanted = [&](const char* group) {
     return only.empty() || std::find(only.begin(), only.end(), group) != only.end();
@@ -245,10 +246,12 @@ GS_REGISTER_COMMAND(bench_kernels, "bench-kernels",
                     "Measure the cuda backend's kernels (TFLOP/s, TB/s) against the H200 ceilings",
                     [](CLI::App& app) -> std::function<int()> {
                       auto backend = std::make_shared<std::string>("cuda");
+                      auto kernel_policy = std::make_shared<std::string>();
                       auto json = std::make_shared<std::string>();
                       auto reps = std::make_shared<int>(20);
                       auto skip_attention = std::make_shared<bool>(false);
                       app.add_option("--backend", *backend, "cuda or cuda:N")->capture_default_str();
+                      add_kernel_policy_option(app, *kernel_policy);
                       app.add_option("--json", *json, "also write the results as JSON to this file");
                       app.add_option("--reps", *reps, "calls per timed trial")->capture_default_str();
                       app.add_flag("--skip-attention", *skip_attention, "leave out the attention kernels");
@@ -256,7 +259,7 @@ GS_REGISTER_COMMAND(bench_kernels, "bench-kernels",
                       app.add_option("--only", *only, "measure only these groups (comma-separated)")
                           ->delimiter(',')
                           ->check(CLI::IsMember({"gemm", "elementwise", "qkv", "moe", "sampling", "attention"}));
-                      return [=] { return run(*backend, *json, *reps, *skip_attention, *only); };
+                      return [=] { return run(*backend, *kernel_policy, *json, *reps, *skip_attention, *only); };
                     });
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/kernel_policy_option.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/npy.h"
@@ -19,6 +20,7 @@ namespace {
 struct LogitsOptions {
   std::string model, tokens, out;
   std::string backend = "cpu";
+  std::string kernel_policy;  // --kernel-policy items
   std::string mode = "prefill";
   int chunk = 0;
   int page_size = 16;
@@ -32,7 +34,7 @@ int run(const LogitsOptions& o) {
   const std::vector<int> tokens = npy_token_ids(read_npy(o.tokens), o.tokens);
   GS_CHECK(!tokens.empty(), "{}: no token ids", o.tokens);
 
-  std::unique_ptr<Backend> backend = create_backend(o.backend);
+  std::unique_ptr<Backend> backend = create_backend(o.backend, backend_options(o.kernel_policy));
   LoadedModel loaded = load_model(spec, *backend);
   const ModelConfig& cfg = loaded.config;
   for (size_t i = 0; i < tokens.size(); ++i)
@@ -60,6 +62,7 @@ GS_REGISTER_COMMAND(logits, "logits", "Compute the logits of a token sequence (.
                       app.add_option("--tokens", o->tokens, "int32 token ids, shape [T] (.npy)")->required();
                       app.add_option("--out", o->out, "float32 logits, shape [T, vocab] (.npy)")->required();
                       app.add_option("--backend", o->backend, "cpu, cuda or cuda:N")->capture_default_str();
+                      add_kernel_policy_option(app, o->kernel_policy);
                       app.add_option("--mode", o->mode, "prefill | decode | chunked")->capture_default_str();
                       app.add_option("--chunk", o->chunk, "tokens per forward in chunked mode");
                       app.add_option("--page-size", o->page_size, "KV cache page size in tokens")

@@ -9,6 +9,7 @@
 #include "api/generation_session.h"
 #include "api/openai_service.h"
 #include "cli/command.h"
+#include "cli/kernel_policy_option.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "cli/serving_stack.h"
@@ -117,6 +118,7 @@ GS_REGISTER_COMMAND(run, "run", "One chat turn with a model, streamed to the ter
                       app.add_option("--load-format", o->stack.load_format, "auto | dummy")->capture_default_str();
                       app.add_option("--tokenizer", o->stack.tokenizer, "Tokenizer (default: the model's)");
                       app.add_option("--backend", o->stack.backend, "cpu, cuda or cuda:N");
+                      add_kernel_policy_option(app, o->stack.kernel_policy);
                       app.add_option("--max-model-len", o->stack.engine.max_model_len,
                                      "Longest prompt + output (0: the model's)");
                       // The memory flags of serve, which the engine's KV budget errors name.

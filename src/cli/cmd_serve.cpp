@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cli/command.h"
+#include "cli/kernel_policy_option.h"
 #include "cli/serving_stack.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -133,6 +134,7 @@ GS_REGISTER_COMMAND(serve, "serve", "Serve a model over an OpenAI-compatible HTT
                                      "/v1/chat/completions is disabled)");
                       app.add_option("--backend", o->stack.backend, "cpu, cuda or cuda:N (default: cuda when a GPU is "
                                      "visible, else cpu)");
+                      add_kernel_policy_option(app, o->stack.kernel_policy);
                       app.add_option("--host", o->http.host, "Address to listen on (127.0.0.1: this machine only)")
                           ->capture_default_str();
                       app.add_option("--port", o->http.port, "TCP port (0: any free port)")->capture_default_str();

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "cli/kernel_policy_option.h"
 #include "core/error.h"
 #include "core/read_file.h"
 #include "core/log.h"
@@ -49,7 +50,7 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
   const std::string model_arg = spec.label();
 
   s->backend_name_ = !o.backend.empty() ? o.backend : (cuda_available() ? "cuda" : "cpu");
-  s->backend_ = create_backend(s->backend_name_);
+  s->backend_ = create_backend(s->backend_name_, backend_options(o.kernel_policy));
 
   auto t0 = std::chrono::steady_clock::now();
   LoadedModel loaded = load_model(spec, *s->backend_);

@@ -19,6 +19,7 @@ struct StackOptions {
   std::string tokenizer;          // directory, tokenizer.json or .gguf; empty: the model's own, else the demo's
   std::string chat_template;      // a .jinja file; empty: the one beside the tokenizer, if any
   std::string backend;            // cpu | cuda | cuda:N; empty: cuda when available, else cpu
+  std::string kernel_policy;      // --kernel-policy items (kernels/kernel_policy_items.h); empty: the defaults
   std::string served_model_name;  // empty: "demo", the preset name or the directory's name
   EngineOptions engine;
 };

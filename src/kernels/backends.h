@@ -9,7 +9,8 @@
 namespace gs {
 
 // What a backend is created with. `kernels`: the cuda backend's kernel choices (kernel_policy.h;
-// the defaults are the product's), before the developer variables of kernel_policy_env.cpp.
+// the defaults are the product's; `--kernel-policy` items, kernel_policy_items.h, change fields),
+// before the developer variables of kernel_policy_env.cpp.
 struct BackendOptions {
   cuda::KernelPolicy kernels;
 };

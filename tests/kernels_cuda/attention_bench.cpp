@@ -11,6 +11,7 @@
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda_bench/attention_bench.h"
 #include "kernels/cuda/kernel_policy.h"
+#include "kernels/kernel_policy_items.h"
 
 namespace gs::test {
 namespace {

@@ -10,8 +10,8 @@
 # GS_AB_CMAKE_ARGS adds CMake options to every revision of the call and GS_AB_SUFFIX to its names.
 # Revisions before the kernel-policy change had two diagnostic options (GEMMASERVE_ATTN_TIMELINE,
 # GEMMASERVE_ATTN_WAIT_CHECK); they are turned off for every revision, so a shared build folder
-# never keeps one on. Kernel choices of one build are A/B'd with the developer variables of
-# src/kernels/cuda/kernel_policy_env.cpp instead of rebuilding.
+# never keeps one on. Kernel choices of one build are A/B'd with --kernel-policy items or the
+# developer variables of src/kernels/kernel_policy_env.cpp (docs/kernel-policy.md) instead of rebuilding.
 #
 # usage: tools/gpu/ab-build.sh OUT_DIR REV [REV ...]     e.g. build-ab main wgmma-n80 sampling-cluster
 set -euo pipefail

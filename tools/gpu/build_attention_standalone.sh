@@ -13,7 +13,7 @@ mkdir -p "$OUT/obj"
 NVCC=${NVCC:-/usr/local/cuda/bin/nvcc}
 GENCODE="-gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=compute_80"
 NVFLAGS="-std=c++20 -O3 -DFMT_HEADER_ONLY -I src -Itests/kernels_cuda --expt-relaxed-constexpr $GENCODE -Xptxas -v"
-# spdlog header-only too: the kernel policy's developer variables are logged (kernel_policy_env.cpp).
+# spdlog header-only too: the kernel policy's developer variables are logged (src/kernels/kernel_policy_env.cpp).
 CXXFLAGS="-std=c++20 -O2 -DFMT_HEADER_ONLY -DSPDLOG_HEADER_ONLY -DSPDLOG_FMT_EXTERNAL -I src -I tests/kernels_cuda -I /usr/local/cuda/include"
 
 build() {  # src -> obj
@@ -31,7 +31,7 @@ export -f build
 export OUT NVCC NVFLAGS CXXFLAGS
 SRCS="$(ls src/kernels/cuda/attention_*.cu src/kernels/cuda/attention_*.cpp) src/kernels/cuda_bench/attention_bench.cu
       src/kernels/cuda/cuda_check.cpp
-      src/kernels/cuda/kernel_policy.cpp src/kernels/cuda/kernel_policy_env.cpp
+      src/kernels/cuda/kernel_policy.cpp src/kernels/kernel_policy_env.cpp src/kernels/kernel_policy_items.cpp
       src/core/tensor.cpp src/core/dtype.cpp
       tests/kernels_cuda/attention_harness.cpp tests/kernels_cuda/attention_test.cpp tests/kernels_cuda/attention_bench.cpp"
 # cuda_check.cpp names two cuBLASLt status functions; the attention code never calls cuBLAS, so

@@ -65,8 +65,8 @@ __device__ __forceinline__ CtaPlace cta_place(const TileArgs& a, int block_m) {
 // after head (its K/V stay in L2 while its tiles pass), except the shortest eighth of every head
 // (the first tiles of a causal or windowed prefill, which see the fewest keys): those are held
 // back to the end of the launch, longest first across all heads, to fill the SMs that finish
-// early in the last wave (idle SM time after the last CTA 14.7 -> 4.5 us on hd256 W1024). Every
-// tile heads-fastest lost 1-2% to L2 misses (H200, 2026-11-26). `unit`: CTAs of a cluster, which
+// early in the last wave; tiles taken heads-fastest would lose their K/V to L2 misses instead
+// (docs/kernel-policy.md, "Attention: persistent wgmma kernels"). `unit`: CTAs of a cluster, which
 // stay adjacent query tiles of one head.
 struct GridPos {
   int x, y;

@@ -37,6 +37,7 @@ using attn::TileKernel;
 // context has one CTA per KV head and split, so the splits are what fills the GPU (E2B's full
 // layers at 32k context: 2049 key tiles of 16).
 constexpr int kMaxSplits = attn::kMaxAttentionSplits;
+static_assert(kMaxSplits == kPolicyMaxSplits, "the policy's split bound is the combine's");
 // At most this many CTAs in a split launch. An mma.sync CTA covers at most 64 packed rows, so
 // their partials never exceed kSplitCtaBudget · 64 rows (what attention_workspace_bytes sizes);
 // the 128-row wgmma hd256 CTAs can need more, which the workspace check in plan_attention turns

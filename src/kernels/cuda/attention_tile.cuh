@@ -15,12 +15,8 @@
 // The two meet in shared memory: the row maxima are exchanged (every warp then applies the same
 // running max, so the partial row sums each warp keeps add up exactly at the end), and P is
 // written as bf16 and read back as the A operand of P·V. Per warp this keeps O at 16 × d/WN
-// (64 or 128 registers per thread) and S at 16 × BN/WN.
-// With WN = 1 ("solo", head dim 256 only: O is 128 registers) a warp owns whole rows, and the
-// classic FlashAttention-2 form applies: the S accumulators are re-packed in registers as the A
-// operand of P·V (the m16n8 C layout of two adjacent n8 tiles is the m16k16 A layout), so there
-// is no max exchange, no P round trip, and two barriers per key tile instead of four. (On an
-// H200 it still lost to 4x2 and 4x4 warps: its 160 KB CTA leaves 4 warps per SM to hide latency.)
+// (64 or 128 registers per thread) and S at 16 × BN/WN. (One warp per row, WN = 1, measured
+// slower: docs/kernel-policy.md, "Attention: prefill tile kernels".)
 //
 // Key range. Only key tiles that can hold a visible key are visited: causal stops after the
 // largest query position of the tile, a sliding window starts at (smallest position − W + 1), so
@@ -62,15 +58,15 @@ struct TileConfig {
   static constexpr int kSTiles = kKeysPerWarp / 8;
   static constexpr int kDimsPerWarp = HD / WN;     // O columns of one warp
   static constexpr int kOTiles = kDimsPerWarp / 8;
-  static constexpr bool kSolo = WN == 1;          // one warp holds whole rows: P stays in registers
   static constexpr int kPStride = BN + 8;          // P rows padded by 16 bytes: conflict-free ldmatrix
   static constexpr size_t kSmemBytes =
       size_t(kBlockM) * HD * 2                     // Q
       + size_t(2) * STAGES * BN * HD * 2           // K, V stages
-      + (kSolo ? 0 : size_t(kBlockM) * kPStride * 2)  // P
+      + size_t(kBlockM) * kPStride * 2             // P
       + size_t(2) * WN * kBlockM * 4               // row max / row sum exchange
       + size_t(2) * kBlockM * 4                    // row positions, row vision blocks
       + size_t(STAGES) * BN * 4;                   // key vision blocks per stage
+  static_assert(WN >= 2, "the warps of a row share maxima and P through shared memory");
   static_assert(kKeysPerWarp >= 8 && kKeysPerWarp % 8 == 0, "each warp needs whole n8 tiles of S");
   static_assert(kSTiles == 1 || kSTiles % 2 == 0, "S tiles are loaded in pairs");
   static_assert(kOTiles % 2 == 0 && BN % 16 == 0, "P·V walks k16 steps and n8 pairs");
@@ -90,8 +86,8 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const Ti
   bf16* sQ = reinterpret_cast<bf16*>(smem);
   bf16* sK = sQ + BM * HD;
   bf16* sV = sK + ST * BN * HD;
-  bf16* sP = sV + ST * BN * HD;  // unused (empty) when solo
-  float* sMax = reinterpret_cast<float*>(sP + (C::kSolo ? 0 : BM * C::kPStride));
+  bf16* sP = sV + ST * BN * HD;
+  float* sMax = reinterpret_cast<float*>(sP + BM * C::kPStride);
   float* sSum = sMax + WN * BM;
   int* sRowPos = reinterpret_cast<int*>(sSum + WN * BM);
   int* sRowBlk = sRowPos + BM;
@@ -204,20 +200,16 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const Ti
       mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 1));
       mx[h] = fmaxf(mx[h], __shfl_xor_sync(0xffffffffu, mx[h], 2));
     }
-    if constexpr (!C::kSolo) {
-      if ((lane & 3) == 0) sMax[wn * BM + row_of[0]] = mx[0], sMax[wn * BM + row_of[1]] = mx[1];
-      __syncthreads();
-    }
+    if ((lane & 3) == 0) sMax[wn * BM + row_of[0]] = mx[0], sMax[wn * BM + row_of[1]] = mx[1];
+    __syncthreads();
 
     // Online softmax: every warp of a row reads the same maxima, so all apply the same rescale.
     float base[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       float m_new = fmaxf(m_run[h], mx[h]);
-      if constexpr (!C::kSolo) {
 #pragma unroll
-        for (int w = 0; w < WN; ++w) m_new = fmaxf(m_new, sMax[w * BM + row_of[h]]);
-      }
+      for (int w = 0; w < WN; ++w) m_new = fmaxf(m_new, sMax[w * BM + row_of[h]]);
       base[h] = m_new == -INFINITY ? 0.f : m_new;  // a row with nothing visible yet stays at zero
       const float alpha = exp2f(m_run[h] - base[h]);
       m_run[h] = m_new;
@@ -232,26 +224,17 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const Ti
         s[j][e] = exp2f(s[j][e] - base[e >> 1]);
         l_run[e >> 1] += s[j][e];
       }
-      if constexpr (!C::kSolo) {
-        const int col = wn * C::kKeysPerWarp + j * 8 + (lane & 3) * 2;
-        *reinterpret_cast<uint32_t*>(sP + row_of[0] * C::kPStride + col) = pack_bf16x2(s[j][0], s[j][1]);
-        *reinterpret_cast<uint32_t*>(sP + row_of[1] * C::kPStride + col) = pack_bf16x2(s[j][2], s[j][3]);
-      }
+      const int col = wn * C::kKeysPerWarp + j * 8 + (lane & 3) * 2;
+      *reinterpret_cast<uint32_t*>(sP + row_of[0] * C::kPStride + col) = pack_bf16x2(s[j][0], s[j][1]);
+      *reinterpret_cast<uint32_t*>(sP + row_of[1] * C::kPStride + col) = pack_bf16x2(s[j][2], s[j][3]);
     }
-    if constexpr (!C::kSolo) __syncthreads();
+    __syncthreads();
 
     // O += P·V for rows of wm, output columns of wn.
 #pragma unroll
     for (int kk = 0; kk < BN / 16; ++kk) {
       uint32_t pa[4];
-      if constexpr (C::kSolo) {
-        pa[0] = pack_bf16x2(s[2 * kk][0], s[2 * kk][1]);
-        pa[1] = pack_bf16x2(s[2 * kk][2], s[2 * kk][3]);
-        pa[2] = pack_bf16x2(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-        pa[3] = pack_bf16x2(s[2 * kk + 1][2], s[2 * kk + 1][3]);
-      } else {
-        ldmatrix_x4(pa, sP + (wm * 16 + (lane & 15)) * C::kPStride + kk * 16 + (lane >> 4) * 8);
-      }
+      ldmatrix_x4(pa, sP + (wm * 16 + (lane & 15)) * C::kPStride + kk * 16 + (lane >> 4) * 8);
 #pragma unroll
       for (int dp = 0; dp < C::kOTiles / 2; ++dp) {
         uint32_t vb[4];

@@ -14,9 +14,9 @@ namespace gs::cuda::attn {
 
 void launch_wgmma_kernel(TileKernel k, const TileArgs& a, const TileGrid& g, cudaStream_t stream) {
   switch (k) {
-    case TileKernel::Hd256WgmmaSerial: return launch_wgmma_config<WgConfig<256, false>>(a, g, stream);
+    case TileKernel::Hd256WgmmaSerial: return launch_wgmma_config<WgConfig<256>>(a, g, stream);
     case TileKernel::Hd512WgmmaSerialTmaPair:
-      return launch_wgmma_config<WgConfig<512, false, true, true>>(a, g, stream);
+      return launch_wgmma_config<WgConfig<512, true>>(a, g, stream);
     case TileKernel::Hd256WgmmaPersistent: return launch_wgmma_persistent(a, g, stream);
     case TileKernel::Hd512WgmmaPairPersistent: return launch_wgmma_pair_persistent(a, g, stream);
     default: fail("attention: tile kernel " + std::to_string(int(k)) + " is not a wgmma kernel");
@@ -26,7 +26,7 @@ void launch_wgmma_kernel(TileKernel k, const TileArgs& a, const TileGrid& g, cud
 void launch_wgmma_persistent(const TileArgs& a_in, const TileGrid& g, cudaStream_t stream) {
   using C = WgPersistent;
   // Without a queue (a stream captured before its first launch) the serial kernel runs instead.
-  if (!a_in.work_queue) return launch_wgmma_config<WgConfig<256, false>>(a_in, g, stream);
+  if (!a_in.work_queue) return launch_wgmma_config<WgConfig<256>>(a_in, g, stream);
   TileArgs a = a_in;
   CUtensorMap map_q{}, map_o{};
   prepare_qo_and_keys(a, 256, map_q, map_o);
@@ -42,7 +42,7 @@ void launch_wgmma_persistent(const TileArgs& a_in, const TileGrid& g, cudaStream
 }
 
 void launch_wgmma_pair_persistent(const TileArgs& a_in, const TileGrid& g, cudaStream_t stream) {
-  using Plain = WgConfig<512, false, true, true>;
+  using Plain = WgConfig<512, true>;
   using C = WgPairPersistent;
   const int box = a_in.page_size % 16 == 0 ? 16 : a_in.page_size % 8 == 0 ? 8 : 0;
   // The plain paired kernel where this one has nothing to give: without a queue (a stream

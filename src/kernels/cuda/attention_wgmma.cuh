@@ -13,9 +13,9 @@
 // Q and O cross by TMA where a query tile is whole (every row a query row of its sequence): a
 // producer thread issues Q's boxes at kernel entry, completing on their own mbarrier, and each
 // consumer warpgroup writes its normalised O into its part of the Q tile and sends it out as
-// boxes. Per CTA that took the start-to-first-S time from 5.7 to 2.6 us and the epilogue from 4.3
-// to 1.7 us (hd256 W1024, H200, per-CTA timelines of a diagnostic build since removed). A tile cut by its sequence's
-// end gathers Q with cp.async and stores O directly, as the split partials always are.
+// boxes, which halves a CTA's time to its first S and its epilogue (docs/kernel-policy.md,
+// "Attention: wgmma prefill"). A tile cut by its sequence's end gathers Q with cp.async and stores
+// O directly, as the split partials always are.
 //
 // Shared-memory layout of every operand tile (Q, K, V): 128-byte-swizzled "slabs" of 64 head-dim
 // columns: slab s holds columns [64s, 64s + 64) of every row, one 128-byte line per row, and the
@@ -27,27 +27,18 @@
 // Rows: query heads sharing a KV head are packed into rows (row pr = token i·group + head g), as
 // in the mma.sync kernels, so K/V are read once per group.
 //
-// Head dim 256: each consumer warpgroup owns 64 rows (128 per CTA); S is 64 x BN f32 (BN / 2
-// registers per thread; BN = 64 keys per tile, or 96 / 128 in the wider variants), O is 64 x 256
-// f32 (128 registers).
+// Each consumer warpgroup issues one product at a time (S, then P·V of the same key tile, 64
+// keys); the two warpgroups overlap each other (hd256; hd512's S exchange keeps them in step).
+//
+// Head dim 256: each consumer warpgroup owns 64 rows (128 per CTA); S is 64 x 64 f32 (32
+// registers per thread), O is 64 x 256 f32 (128 registers).
 // Head dim 512: a 64 x 512 f32 O (256 registers per thread) does not fit one warpgroup. Both
 // warpgroups take the same 64 rows; warpgroup w owns output columns [256w, 256w + 256) and
 // computes the half contraction S_w = Q[:, half w]·K[:, half w]ᵀ. The halves are summed through
-// shared memory, then each does P·V[:, half w]. No product is computed twice. In the pipelined
-// kernels each warpgroup adds the other's half to its own (float addition commutes, so both get
-// bit-identical S, softmax and P); the serial ones compute each row's softmax once, in the warp
-// of one warpgroup or the other, which hands P and the rescale factors to its partner warp
-// (kRowSplitSoftmax: two warps on one SM sub-partition no longer issue the same softmax).
-// Head dim 512 split over a cluster of two CTAs (CLUSTER_SPLIT; measured, not chosen, and no
-// longer instantiated: docs/kernel-policy.md): the split above moves
-// from the warpgroups to the CTAs. Both CTAs of a cluster take the same 128 rows; CTA c holds
-// columns [256c, 256c + 256) of Q, K and V, so each is the hd256 kernel (two warpgroups of 64
-// rows each, 32 KB K and V tiles, two stages) whose S is half a contraction: each warpgroup sends
-// its half to the same warpgroup of the partner by st.async and adds the partner's. Per SM and
-// key tile that halves the K/V bytes taken in (64 KB instead of 128), doubles the stages, and
-// lets the two warpgroups run out of step (their rows differ), so one's softmax overlaps the
-// other's products; the price is a round trip to the partner SM per tile, which measured ~1 us
-// and left it at 388-395 TFLOP/s against the paired kernel's ~446 (docs/perf/attention.md).
+// shared memory, then each does P·V[:, half w]. No product is computed twice. Each row's softmax
+// is computed once, in the warp of one warpgroup or the other, which hands P and the rescale
+// factors to its partner warp (kRowSplitSoftmax: two warps on one SM sub-partition do not issue
+// the same softmax).
 //
 // The vision-block overlay is not implemented here: the dispatcher keeps such batches on the
 // mma.sync kernels (plan_attention rejects a forced wgmma kernel with the overlay on).
@@ -69,14 +60,11 @@
 
 namespace gs::cuda::attn {
 
-template <int HD, bool PIPELINED, bool TMA = false, bool PAIR = TMA, int BN = 64, bool CLUSTER_SPLIT = false>
+// TMA: K/V by TMA in CTA pairs (the hd512 kernel); without it, by the producer's cp.async
+// gather (hd256).
+template <int HD, bool TMA = false>
 struct WgConfig {
   static constexpr int kHeadDim = HD;
-  // Head dim 512 split across a cluster of two CTAs (see the file comment): CTA rank c holds
-  // columns [256c, 256c + 256) of Q, K, V and O for the same 128 rows, and the two CTAs sum their
-  // half contractions of S through each other's shared memory.
-  static constexpr bool kClusterSplit = CLUSTER_SPLIT;
-  static constexpr int kCtaDims = CLUSTER_SPLIT ? HD / 2 : HD;  // head-dim columns a CTA holds
   // Key tiles whose keys are all below kv_len and on live pages are loaded with TMA boxes of
   // a.tma_box_rows keys x 64 columns (one per page piece and slab, issued by one thread); the
   // others (the last tile, tiles reaching freed pages) keep the cp.async zero-fill gather.
@@ -84,51 +72,41 @@ struct WgConfig {
   // TMA variants run as clusters of two CTAs (adjacent query tiles of one KV head) that visit
   // the union of their key ranges and share every TMA-loaded K/V tile: each CTA loads half of
   // its slabs and multicasts them to both, so K/V cross from L2 once per 2·kBlockM rows.
-  static constexpr bool kPair = TMA && PAIR;
-  static constexpr bool kPipelined = PIPELINED;  // P·V of tile j-1 overlaps the softmax of tile j
-  static constexpr bool kSplitD = HD == 512 && !CLUSTER_SPLIT;  // warpgroups split the head dim (see above)
+  static constexpr bool kPair = TMA;
+  static constexpr bool kSplitD = HD == 512;  // warpgroups split the head dim (see above)
   static constexpr int kBlockM = kSplitD ? 64 : 128;  // packed query rows per CTA
-  // Keys per tile. 64 by default; hd256's serial kernel also comes with 96 and 128 (S as one
-  // m64n96 / m64n128 product: Q crosses shared memory once per 96 / 128 keys instead of 64, and
-  // a tile's fixed costs, its barrier waits and wgmma waits, are paid over more keys).
-  static constexpr int kBlockN = BN;
-  static_assert(BN == 64 || (HD == 256 && !PIPELINED && (BN == 96 || BN == 128)),
-                "wider key tiles: hd256 serial only (registers: O 128 + S BN/2 per thread)");
+  static constexpr int kBlockN = 64;                  // keys per tile
   // K and V stages. hd512: Q 64 KB + K 64 KB + V 64 KB + S exchange 32 KB = 224 KB, one stage
   // each; K of tile j+1 still loads during softmax and P·V of tile j, V of j+1 during S of j+1.
-  // hd256 with wider tiles: one each as well (Q 64 KB + 2 x 64 KB at 128 keys).
-  static constexpr int kStages = kSplitD || BN > 64 ? 1 : 2;
-  // Serial split d: the softmax of a key tile is computed once per row, not by both warpgroups.
+  static constexpr int kStages = kSplitD ? 1 : 2;
+  // Split d: the softmax of a key tile is computed once per row, not by both warpgroups.
   // Warp w of warpgroup 0 and warp w of warpgroup 1 hold the same 16 rows (and sit on the same
   // SM sub-partition); warps 0-1 of warpgroup 0 and warps 2-3 of warpgroup 1 compute the softmax
   // of their rows, and their partners take P and the rescale factors from shared memory.
-  static constexpr bool kRowSplitSoftmax = kSplitD && !PIPELINED;
-  static constexpr int kKeysPerLane = BN / 32;  // page lookups per producer lane and tile
-  static constexpr int kAcc = BN / 2;           // S accumulator registers per consumer thread
+  static constexpr bool kRowSplitSoftmax = kSplitD;
+  static constexpr int kKeysPerLane = kBlockN / 32;  // page lookups per producer lane and tile
+  static constexpr int kAcc = kBlockN / 2;           // S accumulator registers per consumer thread
   // Registers per thread after setmaxnreg: the producer needs few, the consumers' O alone is
-  // 128 and S another BN / 2. 2 x 128 x consumer + 128 x producer <= 64K.
-  static constexpr int kProducerRegs = BN > 96 ? 40 : 72;
-  static constexpr int kConsumerRegs = BN > 96 ? 232 : 216;
-  static constexpr int kDimsPerWg = kSplitD ? HD / 2 : kCtaDims;  // S contraction and O columns per warpgroup
+  // 128 and S another kBlockN / 2. 2 x 128 x consumer + 128 x producer <= 64K.
+  static constexpr int kProducerRegs = 72;
+  static constexpr int kConsumerRegs = 216;
+  static constexpr int kDimsPerWg = kSplitD ? HD / 2 : HD;  // S contraction and O columns per warpgroup
   static constexpr int kConsumerThreads = 256;
   static constexpr int kThreads = kConsumerThreads + 128;   // + the producer warpgroup
-  static constexpr int kChunks = kCtaDims / 8;              // 16-byte chunks per row
-  static constexpr uint32_t kQBytes = kBlockM * kCtaDims * 2;
-  static constexpr uint32_t kTileBytes = kBlockN * kCtaDims * 2;  // one K (or V) stage
-  // The S exchange: split d, both warpgroups' halves; cluster split, what the partner CTA's two
-  // warpgroups send (64 x BN f32 each).
+  static constexpr int kChunks = HD / 8;                    // 16-byte chunks per row
+  static constexpr uint32_t kQBytes = kBlockM * HD * 2;
+  static constexpr uint32_t kTileBytes = kBlockN * HD * 2;  // one K (or V) stage
+  // The split-d S exchange: both warpgroups' halves (64 x kBlockN f32 each).
   static constexpr uint32_t kXHalfBytes = 64 * kBlockN * 4;  // one warpgroup's half of S
-  static constexpr uint32_t kXBytes = kSplitD || CLUSTER_SPLIT ? 2 * kXHalfBytes : 0;
+  static constexpr uint32_t kXBytes = kSplitD ? 2 * kXHalfBytes : 0;
   static constexpr uint32_t kOffK = kQBytes;
   static constexpr uint32_t kOffV = kOffK + kStages * kTileBytes;
   static constexpr uint32_t kOffX = kOffV + kStages * kTileBytes;
-  // 4 barriers per stage, then Q's, then (cluster split) x_full and x_empty per warpgroup.
+  // 4 barriers per stage, then Q's.
   static constexpr uint32_t kOffBar = kOffX + kXBytes;
-  static constexpr uint32_t kOffRows = kOffBar + (4 * kStages + 1 + (CLUSTER_SPLIT ? 4 : 0)) * 8;
+  static constexpr uint32_t kOffRows = kOffBar + (4 * kStages + 1) * 8;
   static constexpr size_t kSmemBytes = 1024 /* alignment slack */ + kOffRows + (kPair ? 2 : 1) * kBlockM * 4;
   static_assert(kDimsPerWg == 256, "one m64n256 accumulator per consumer warpgroup");
-  static_assert(!CLUSTER_SPLIT || (HD == 512 && !PIPELINED && !TMA && BN == 64),
-                "cluster split: the serial hd512 kernel with cp.async K/V (pipelined: 380 against 389 TFLOP/s)");
   static_assert(kSmemBytes <= 232448, "over the 227 KB a CTA may use");
 };
 
@@ -139,8 +117,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
                            const __grid_constant__ CUtensorMap tma_o) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   constexpr int HD = C::kHeadDim, BM = C::kBlockM, BN = C::kBlockN, ST = C::kStages;
-  constexpr int CD = C::kCtaDims;  // head-dim columns in this CTA's tiles (HD but with the cluster split)
-  constexpr bool SPLIT = C::kSplitD, CSPLIT = C::kClusterSplit;
+  constexpr bool SPLIT = C::kSplitD;
   using bf16 = __nv_bfloat16;
 
   extern __shared__ __align__(1024) uint8_t smem_raw[];
@@ -156,16 +133,12 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   // its partner only when both have rows and TMA is on; both CTAs decide alike from the same
   // numbers, and an unpaired CTA touches nothing of the other.
   uint32_t cluster_ctas = 1;
-  if constexpr (C::kPair || CSPLIT) asm("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(cluster_ctas));
+  if constexpr (C::kPair) asm("mov.u32 %0, %%cluster_nctarank;\n" : "=r"(cluster_ctas));
   const GridPos at = wgmma_block_order(int(cluster_ctas));
   const int bx = at.x;
-  // Cluster split: both CTAs of a cluster take the same query tile (the grid has two CTAs per
-  // tile along x), and both leave together when it is idle.
-  const CtaPlace cta = CSPLIT ? cta_place_cell(a, BM, int(gridDim.x) / 2 - 1 - bx / 2, at.y, int(blockIdx.z))
-                              : cta_place_at(a, BM, bx, at.y);
+  const CtaPlace cta = cta_place_at(a, BM, bx, at.y);
   if (cta.idle()) return;
   const uint32_t rank = blockIdx.x & 1;
-  const int col0 = CSPLIT ? int(rank) * CD : 0;  // this CTA's first head-dim column
   const int partner_row0 = (int(gridDim.x) - 1 - (bx ^ 1)) * BM;
   const bool paired = C::kPair && cluster_ctas == 2 && a.tma_box_rows > 0 && partner_row0 < cta.rows;
   const int range_rows = paired ? 2 * BM : BM;  // rows whose keys this CTA visits
@@ -184,20 +157,12 @@ __global__ void __launch_bounds__(C::kThreads, 1)
       // One arrival per consumer warp, of both CTAs when paired.
       wg::mbar_init(bar.empty_k(s), paired ? 16 : 8), wg::mbar_init(bar.empty_v(s), paired ? 16 : 8);
     }
-    if constexpr (CSPLIT) {
-      // Each phase of x_full: this thread's arrival with the bytes it expects, and the partner's
-      // 16 KB of st.async. x_empty: one arrival per warp of the partner's warpgroup.
-      for (int w = 0; w < 2; ++w) {
-        wg::mbar_init(bar.x_full(w), 1), wg::mbar_init(bar.x_empty(w), 4);
-        wg::mbar_arrive_expect_tx(bar.x_full(w), C::kXHalfBytes);
-      }
-    }
-    if (paired || CSPLIT) asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    if (paired) asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   if (q_by_tma && tid == C::kConsumerThreads) {
     // Issued first of all loads, by a thread that reads no row position (those reads start the
     // chain to the first K tile): the first S waits for Q, and a 16-byte gather of it by the
-    // consumers took ~4 us per CTA (timeline, H200), a tenth of a W1024 CTA. The consumers wait
+    // consumers costs a good part of a CTA (the file comment). The consumers wait
     // on q_full only after the barrier below, which orders this init before their waits.
     wg::mbar_init(bar.q_full(), 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -206,8 +171,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 #pragma unroll
     for (int b = 0; b < BM / 64; ++b)
 #pragma unroll
-      for (int slab = 0; slab < CD / 64; ++slab)
-        wg::tma_load_3d(sQ + slab * (BM * 128) + b * 64 * 128, &tma_q, col0 + slab * 64, cta.kvh * a.group,
+      for (int slab = 0; slab < HD / 64; ++slab)
+        wg::tma_load_3d(sQ + slab * (BM * 128) + b * 64 * 128, &tma_q, slab * 64, cta.kvh * a.group,
                         t0 + b * (64 / a.group), bar.q_full());
   }
   // Positions of this CTA's rows, then (paired) of the partner's. Computed where the rows end
@@ -221,7 +186,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   }
   __syncthreads();
   // Both CTAs' barriers initialised before either touches the other's.
-  if (paired || CSPLIT) wg::cluster_sync();
+  if (paired) wg::cluster_sync();
 
   // Key tiles to visit (identical for every warp: the barriers count tiles; paired: the union of
   // both CTAs' ranges, identical in both).
@@ -236,7 +201,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   const int key0 = kt.key0, n_tiles = kt.count;
 
   if (warp >= 8) {
-    wgmma_produce_kv<C>(a, cta, bar, sK, sV, key0, n_tiles, paired, rank, col0, &tma_k, &tma_v, tid);
+    wgmma_produce_kv<C>(a, cta, bar, sK, sV, key0, n_tiles, paired, rank, &tma_k, &tma_v, tid);
     return;
   }
   wg::setmaxnreg_inc<C::kConsumerRegs>();
@@ -246,7 +211,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   } else {
     // The Q tile (zero rows past the end), by the consumers alone: the producer has already
     // started on K/V meanwhile.
-    gather_q_rows<HD, BM, CD>(a, cta, sQ, 0, BM, tid, C::kConsumerThreads, col0);
+    gather_q_rows<HD, BM>(a, cta, sQ, 0, BM, tid, C::kConsumerThreads);
     wg::consumer_bar_sync();
   }
 
@@ -288,121 +253,47 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   constexpr int NA = C::kAcc;
   auto issue_s = [&](float (&sc)[NA], int s) { wg_issue_s<C>(sc, q_desc, k_desc, s); };
   auto issue_pv = [&](const uint32_t (&p)[NA / 2], int s) { wg_issue_pv<C>(o, p, v_desc, s); };
-  // Split d: the two half contractions of S summed (attention_wgmma_exchange.cuh), by the two
-  // warpgroups, or (cluster split) with the partner CTA's warpgroup of the same rows.
-  const ClusterSExchange cluster_x{base + C::kOffX + wgi * C::kXHalfBytes + tq * 16, bar.x_full(wgi), bar.x_empty(wgi),
-                                   rank ^ 1u, tq, lane, n_tiles};
-  auto exchange = [&](float (&sc)[NA], int it) {
-    if constexpr (SPLIT) sum_s_halves_in_cta<NA>(sc, sX, wgi, tq);
-    else if constexpr (CSPLIT) cluster_x.run<NA>(sc, it);
-  };
   const TileRows rows{cta.kv_len, a.window, wpmin, wpmax, {qpos[0], qpos[1]}};
   auto softmax = [&](float (&sc)[NA], int k0, float (&alpha)[2]) {
     softmax_tile<BN>(sc, k0, rows, a.scale_log2, lane, m_run, l_run, alpha);
   };
   auto pack_p = [&](const float (&sc)[NA], uint32_t (&p)[NA / 2]) { pack_p_tile<NA>(sc, p); };
-  // The serial split-d kernels: S summed and its softmax computed once per row by warp pairs
-  // across the warpgroups (kRowSplitSoftmax, attention_wgmma_exchange.cuh).
+  // Split d: S's two half contractions summed and its softmax computed once per row by warp
+  // pairs across the warpgroups (kRowSplitSoftmax, attention_wgmma_exchange.cuh).
   const RowSplitSoftmax row_split{sX + w4 * (NA * 32), lane, 4 + w4, (w4 >> 1) == wgi};
   auto softmax_row_split = [&](float (&sc)[NA], int k0, uint32_t (&p)[NA / 2], float (&alpha)[2]) {
     row_split.run<NA>(sc, k0, rows, a.scale_log2, m_run, l_run, p, alpha);
   };
   auto rescale_o = [&](const float (&alpha)[2]) { rescale_o_tile(o, alpha); };
 
-  if constexpr (!C::kPipelined) {
-    // One product at a time per warpgroup; the two warpgroups overlap each other (hd256 only:
-    // hd512's exchange keeps them in step).
-    for (int it = 0; it < n_tiles; ++it) {
-      const int s = it % ST, parity = (it / ST) & 1, k0 = key0 + it * BN;
-      float sc[NA];
-      wg::mbar_wait(bar.full_k(s), parity);
-      wg::fence_proxy_async();
-      wg::fence();
-      issue_s(sc, s);
-      wg::wait<0>();
-      wg::pin(sc);
-      release(bar.empty_k(s));
-      uint32_t p[NA / 2];
-      float alpha[2];
-      if constexpr (C::kRowSplitSoftmax) {
-        softmax_row_split(sc, k0, p, alpha);
-        rescale_o(alpha);
-      } else {
-        exchange(sc, it);
-        softmax(sc, k0, alpha);
-        pack_p(sc, p);
-        rescale_o(alpha);
-      }
-      wg::mbar_wait(bar.full_v(s), parity);
-      wg::fence_proxy_async();
-      wg::fence();
-      issue_pv(p, s);
-      wg::wait<0>();
-      wg::pin(o);
-      release(bar.empty_v(s));
+  // One product at a time per warpgroup (the file comment).
+  for (int it = 0; it < n_tiles; ++it) {
+    const int s = it % ST, parity = (it / ST) & 1, k0 = key0 + it * BN;
+    float sc[NA];
+    wg::mbar_wait(bar.full_k(s), parity);
+    wg::fence_proxy_async();
+    wg::fence();
+    issue_s(sc, s);
+    wg::wait<0>();
+    wg::pin(sc);
+    release(bar.empty_k(s));
+    uint32_t p[NA / 2];
+    float alpha[2];
+    if constexpr (C::kRowSplitSoftmax) {
+      softmax_row_split(sc, k0, p, alpha);
+      rescale_o(alpha);
+    } else {
+      softmax(sc, k0, alpha);
+      pack_p(sc, p);
+      rescale_o(alpha);
     }
-  } else {
-    // Software pipeline inside the warpgroup (FlashAttention-3's intra-warpgroup overlap): the
-    // P·V of tile it-1 runs on the tensor cores while this warpgroup computes the softmax of
-    // tile it. O may only be rescaled once that P·V has completed, so the rescale factor of
-    // tile it is applied after the wait, before P·V of tile it is issued.
-    // The first tile is peeled so that no wgmma is issued under a condition inside the loop
-    // (ptxas then serialises every wgmma of the kernel).
-    if (n_tiles > 0) {
-      uint32_t p[NA / 2];
-      {
-        float sc[NA];
-        wg::mbar_wait(bar.full_k(0), 0);
-        wg::fence_proxy_async();
-        wg::fence();
-        issue_s(sc, 0);
-        wg::wait<0>();
-        wg::pin(sc);
-        release(bar.empty_k(0));
-        exchange(sc, 0);
-        float alpha[2];
-        softmax(sc, key0, alpha);  // O is still zero: no rescale
-        pack_p(sc, p);
-      }
-      for (int it = 1; it < n_tiles; ++it) {
-        const int s = it % ST, parity = (it / ST) & 1, k0 = key0 + it * BN;
-        const int sp = (it - 1) % ST, pparity = ((it - 1) / ST) & 1;  // stage of tile it-1
-        float sc[NA];
-        // S of tile it first, then wait for V of tile it-1: with one V stage (hd512) that V was
-        // only requested when the last P·V finished, and S covers part of its load.
-        wg::mbar_wait(bar.full_k(s), parity);
-        wg::fence_proxy_async();
-        wg::fence();
-        issue_s(sc, s);
-        wg::mbar_wait(bar.full_v(sp), pparity);
-        wg::fence_proxy_async();
-        wg::fence();  // else ptxas inserts one itself after the wait loop (C7519)
-        issue_pv(p, sp);
-        wg::wait<1>();  // groups complete in order: S of tile it is done, P·V may still run
-        wg::pin(sc);
-        release(bar.empty_k(s));
-        exchange(sc, it);
-        float alpha[2];
-        softmax(sc, k0, alpha);
-        wg::wait<0>();
-        wg::pin(o);
-        // The P·V that just completed read p. Its registers are rewritten only now: ptxas does
-        // not extend the live range of a wgmma's register operands to the wait_group, so a P
-        // computed (or copied) during that P·V may land in the very registers it reads, which
-        // ptxas answers by serialising every wgmma of the kernel (warning C7513).
-        release(bar.empty_v(sp));
-        rescale_o(alpha);
-        pack_p(sc, p);
-      }
-      const int sl = (n_tiles - 1) % ST, lparity = ((n_tiles - 1) / ST) & 1;
-      wg::mbar_wait(bar.full_v(sl), lparity);
-      wg::fence_proxy_async();
-      wg::fence();
-      issue_pv(p, sl);
-      wg::wait<0>();
-      wg::pin(o);
-      release(bar.empty_v(sl));
-    }
+    wg::mbar_wait(bar.full_v(s), parity);
+    wg::fence_proxy_async();
+    wg::fence();
+    issue_pv(p, s);
+    wg::wait<0>();
+    wg::pin(o);
+    release(bar.empty_v(s));
   }
 
   if constexpr (C::kRowSplitSoftmax) row_split.hand_over_stats<NA>(m_run, l_run);
@@ -414,8 +305,8 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   }
   if (a.tma_q && a.num_splits == 1 && cta.row0 + wg_row0 + 64 <= cta.rows) {
     // The normalised bf16 O goes into this warpgroup's part of the Q tile, in the same swizzled
-    // slabs, and leaves by TMA boxes. The 64 scattered 4-byte stores per thread of the path below
-    // took ~4 us per CTA (timeline, H200). Only this warpgroup reads these Q rows (hd256) or
+    // slabs, and leaves by TMA boxes, not as the 64 scattered 4-byte stores per thread of the path
+    // below (the file comment). Only this warpgroup reads these Q rows (hd256) or
     // columns (hd512), and its last S has completed. The 4 lanes of a row write one 16-byte
     // chunk, the 8 rows of a warp 8 different chunk positions: no bank conflicts.
 #pragma unroll
@@ -439,16 +330,14 @@ __global__ void __launch_bounds__(C::kThreads, 1)
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         const int slab = (dim0 >> 6) + i;
-        wg::tma_store_3d(&tma_o, sQ + slab * (BM * 128) + wg_row0 * 128, col0 + slab * 64, cta.kvh * a.group, t0);
+        wg::tma_store_3d(&tma_o, sQ + slab * (BM * 128) + wg_row0 * 128, slab * 64, cta.kvh * a.group, t0);
       }
       wg::tma_store_commit_and_wait_read();
     }
     return;
   }
-  // Split d: both warpgroups hold the same rows and statistics, one writes them; cluster split:
-  // both CTAs do, the first writes them.
-  store_o_direct<HD>(a, o, m_run, l_run, cta, cta.row0 + r_lo, col0 + dim0, lane,
-                     CSPLIT ? rank == 0 : !SPLIT || wgi == 0);
+  // Split d: both warpgroups hold the same rows and statistics, one writes them.
+  store_o_direct<HD>(a, o, m_run, l_run, cta, cta.row0 + r_lo, dim0, lane, !SPLIT || wgi == 0);
 #else
   // Built for another architecture: the dispatcher never launches this kernel there.
   __trap();
@@ -534,11 +423,10 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
   }
   static std::atomic<uint64_t> smem_set{0};
   allow_dynamic_smem(reinterpret_cast<const void*>(attention_wgmma_kernel<C>), C::kSmemBytes, smem_set);
-  if (C::kClusterSplit || (C::kPair && a.tma_box_rows > 0 && g.q_tiles > 1)) {
-    // Clusters of two along x. Pairs: an even number of query tiles (a CTA past the rows exits
-    // at once; one query tile, as in decode and verify batches: no partner, plain launch).
-    // Cluster split: two CTAs per query tile, always.
-    const int x = C::kClusterSplit ? 2 * g.q_tiles : (g.q_tiles + 1) & ~1;
+  if (C::kPair && a.tma_box_rows > 0 && g.q_tiles > 1) {
+    // Clusters of two along x over an even number of query tiles (a CTA past the rows exits at
+    // once; one query tile, as in decode and verify batches: no partner, plain launch).
+    const int x = (g.q_tiles + 1) & ~1;
     PairClusterLaunch launch(dim3(x, g.kv_heads * a.num_splits, g.num_seqs), C::kThreads, C::kSmemBytes, stream);
     GS_CUDA_CHECK(cudaLaunchKernelEx(&launch.cfg, attention_wgmma_kernel<C>, a, map_k, map_v, map_q, map_o));
   } else {

@@ -1,13 +1,8 @@
 // Where the two half contractions of a split-d S = Q·Kᵀ meet, in the hd512 Hopper kernels
-// (attention_wgmma.cuh). Each half is 64 rows x BN keys of f32, held as the wgmma accumulator:
-// the same (row, key) per register index and thread in both halves, so every exchange below runs
-// in register order, [register][thread], without bank conflicts.
-//   - sum_s_halves_in_cta: the two warpgroups of one CTA (the pipelined split-d kernels);
-//   - ClusterSExchange: the same warpgroup of two CTAs of a cluster (the CLUSTER_SPLIT configuration, not instantiated);
-//   - RowSplitSoftmax: warp pairs across the two warpgroups of one CTA, which also share the
-//     softmax (the serial split-d kernels).
-// In the first two forms both sides add the other's half to their own; float addition
-// commutes, so both hold bit-identical S and compute the same softmax, P and row sums.
+// (attention_wgmma.cuh): RowSplitSoftmax, warp pairs across the two warpgroups of one CTA, which
+// also share the softmax. Each half is 64 rows x BN keys of f32, held as the wgmma accumulator:
+// the same (row, key) per register index and thread in both halves, so the exchange runs in
+// register order, [register][lane], without bank conflicts.
 #pragma once
 #include <cstdint>
 
@@ -17,51 +12,6 @@
 namespace gs::cuda::attn {
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-// sX: 2 x NA x 128 floats, a warpgroup's half at wgi; tq: the thread within its warpgroup.
-template <int NA>
-__device__ __forceinline__ void sum_s_halves_in_cta(float (&sc)[NA], float* sX, int wgi, int tq) {
-#pragma unroll
-  for (int i = 0; i < NA; ++i) sX[(wgi * NA + i) * 128 + tq] = sc[i];
-  wg::consumer_bar_sync();
-#pragma unroll
-  for (int i = 0; i < NA; ++i) sc[i] += sX[((1 - wgi) * NA + i) * 128 + tq];
-  wg::consumer_bar_sync();  // both have read before the next tile overwrites
-}
-
-// Each thread sends its half of S as 16-byte st.async into the partner CTA's X(wgi), which
-// completes them as bytes on the partner's x_full(wgi), and adds what the partner sent into its
-// own X(wgi). x_empty(wgi) tells the sender that the partner has read the last tile's.
-struct ClusterSExchange {
-  uint32_t slot;             // this thread's first 16 bytes in this CTA's X(wgi)
-  uint32_t x_full, x_empty;  // this CTA's barriers of the warpgroup
-  uint32_t peer;             // the partner's rank in the cluster
-  int tq, lane, n_tiles;
-
-  template <int NA>
-  __device__ __forceinline__ void run(float (&sc)[NA], int it) const {
-    constexpr uint32_t kBytes = 64 * (2 * NA) * 4;  // 64 rows x BN keys
-    if (it > 0) wg::mbar_wait(x_empty, (it - 1) & 1);  // the partner read the last tile's
-    const uint32_t remote = wg::map_to_cta(slot, peer), remote_bar = wg::map_to_cta(x_full, peer);
-#pragma unroll
-    for (int k = 0; k < NA / 4; ++k)
-      wg::st_async_v4(remote + k * 2048, sc[4 * k], sc[4 * k + 1], sc[4 * k + 2], sc[4 * k + 3], remote_bar);
-    wg::mbar_wait(x_full, it & 1);
-#pragma unroll
-    for (int k = 0; k < NA / 4; ++k) {
-      const float4 x = wg::ld_shared_v4(slot + k * 2048);
-      sc[4 * k] += x.x, sc[4 * k + 1] += x.y, sc[4 * k + 2] += x.z, sc[4 * k + 3] += x.w;
-    }
-    if (it + 1 < n_tiles) {
-      // Re-armed for the next tile's bytes before the partner may send them: it sends only
-      // after every warp of this warpgroup has said, below, that it has read these. After the
-      // last tile nothing more arrives, so no CTA leaves with a remote arrival still due.
-      if (tq == 0) wg::mbar_arrive_expect_tx(x_full, kBytes);
-      __syncwarp();
-      if (lane == 0) wg::mbar_arrive_cluster(x_empty, peer);
-    }
-  }
-};
-
 // Warp w of warpgroup 0 and warp w of warpgroup 1 hold the same 16 rows and sit on the same SM
 // sub-partition. Only one of them computes the rows' softmax (warps 0-1 of warpgroup 0, warps
 // 2-3 of warpgroup 1), so a sub-partition runs one softmax instead of two identical ones. The

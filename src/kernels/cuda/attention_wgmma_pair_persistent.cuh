@@ -1,9 +1,9 @@
 // The hd512 prefill default, the paired serial TMA kernel (attention_wgmma.cuh,
 // Hd512WgmmaSerialTmaPair), as a persistent kernel: one cluster of two CTAs per pair of SMs walks
 // the launch's pair units (two adjacent query tiles of one KV head and sequence) from a queue.
-// A CTA of the plain kernel spends ~6.8 us outside its main loop (H200, timeline build: 4.3 us to
-// its first K tile, the partner's start included; 2.1 us storing O; 0.35 us to the next CTA), ~4%
-// of an 8k causal launch. Here most of it overlaps the previous unit's last tiles:
+// A CTA of the plain kernel spends several microseconds outside its main loop (the chain to its
+// first K tile, the partner's start, storing O, the next CTA's start; docs/kernel-policy.md,
+// "Attention: persistent wgmma kernels"). Here most of it overlaps the previous unit's last tiles:
 // - the producer warpgroups run on into the next unit as soon as stages free: its first K tile
 //   and each warpgroup's Q half (freed by that warpgroup's last S) load while the consumers finish
 //   the unit before;
@@ -39,7 +39,7 @@ struct PairItem {
   }
 };
 
-struct WgPairPersistent : WgConfig<512, false, true, true> {
+struct WgPairPersistent : WgConfig<512, true> {
   // O staging: the upper half of X (the row-split softmax uses the lower 16 KB), one 64 x 64
   // slab per warpgroup.
   static constexpr uint32_t kOffO = kOffX + kXBytes / 2;
@@ -124,7 +124,7 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
     // ---- producer warpgroup: units, Q by TMA, K/V multicast with the partner ----
     wg::setmaxnreg_dec<C::kProducerRegs>();
     const int pt = tid - C::kConsumerThreads;
-    const KvTileLoader<C> ld{a, bar, sK, sV, &tma_k, &tma_v, rank, 0, pt, lane, warp};
+    const KvTileLoader<C> ld{a, bar, sK, sV, &tma_k, &tma_v, rank, pt, lane, warp};
     int next = int(blockIdx.x >> 1);  // rank 0, warp 8: the next unit to take (lane 0's claims)
     auto claim = [&]() { return int(gridDim.x >> 1) + atomicAdd(a.work_queue, 1); };
     int gtile = 0;  // key tiles loaded so far: the stage's use count across units

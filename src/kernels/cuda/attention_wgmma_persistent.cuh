@@ -11,8 +11,8 @@
 //   columns), not through the Q rows, so the next Q does not wait for it.
 // Items are taken in the order of wgmma_block_order (each head's query tiles longest first, the
 // shortest eighth of every head held back to the end), the queue balancing what a static walk
-// could not (causal items differ up to 64x in work). H200, 8k prefill: W1024 491-516 TFLOP/s
-// against the serial kernel's 443-448 (attention.md, "A persistent hd256 kernel").
+// could not (causal items differ up to 64x in work); docs/kernel-policy.md, "Attention: persistent
+// wgmma kernels", has its measurement against the serial kernel.
 //
 // Shared memory: Q 64 KB | K 2 x 32 KB | V 2 x 32 KB | O staging 2 x 16 KB | barriers | 2 item slots.
 #pragma once
@@ -36,7 +36,7 @@ struct PersistentItem {
   }
 };
 
-struct WgPersistent : WgConfig<256, false> {
+struct WgPersistent : WgConfig<256> {
   static constexpr uint32_t kOffO = kOffX;                 // after V (hd256 has no S exchange)
   static constexpr uint32_t kOStageBytes = 64 * 128 * 2;   // per warpgroup: two 64-column slabs
   static constexpr uint32_t kOffPBar = kOffO + 2 * kOStageBytes;
@@ -44,8 +44,9 @@ struct WgPersistent : WgConfig<256, false> {
   static constexpr uint32_t kOffItems = kOffPBar + kNumBars * 8;
   static constexpr size_t kSmemBytesP = 1024 + kOffItems + 2 * sizeof(PersistentItem);
   // Registers after setmaxnreg (the launch gives 168 x 384). The producer carries an item's
-  // state besides the serial kernel's: at the serial kernel's 72 its copies ran one dependency
-  // chain at a time and the main loop slowed by 3-8% (H200, 2026-11-26); the consumers need ~200.
+  // state besides the serial kernel's: at the serial kernel's 72 its copies run one dependency
+  // chain at a time and slow the main loop (docs/kernel-policy.md, "Attention: persistent wgmma
+  // kernels"); the consumers need ~200.
   static constexpr int kProducerRegs = 88, kConsumerRegs = 208;
   static_assert(2 * 128 * kConsumerRegs + 128 * kProducerRegs <= 168 * 384, "over the launch's registers");
   static_assert(kStages == 2 && kBlockN == 64 && kBlockM == 128, "the serial hd256 layout");

@@ -17,9 +17,7 @@
 namespace gs::cuda::attn {
 
 // The mbarriers at C::kOffBar: per stage s, K and V landed (full) and free again (empty); the Q
-// tile landed (TMA); for the cluster split, per consumer warpgroup w, the partner's half of S
-// landed in this CTA's X (x_full, st.async transactions) and the partner has read what this CTA
-// sent it (x_empty).
+// tile landed (TMA).
 template <class C>
 struct WgBarriers {
   uint32_t bars;
@@ -28,8 +26,6 @@ struct WgBarriers {
   __device__ __forceinline__ uint32_t empty_k(int s) const { return bars + 8u * (2 * C::kStages + s); }
   __device__ __forceinline__ uint32_t empty_v(int s) const { return bars + 8u * (3 * C::kStages + s); }
   __device__ __forceinline__ uint32_t q_full() const { return bars + 8u * (4 * C::kStages); }
-  __device__ __forceinline__ uint32_t x_full(int w) const { return bars + 8u * (4 * C::kStages + 1 + w); }
-  __device__ __forceinline__ uint32_t x_empty(int w) const { return bars + 8u * (4 * C::kStages + 3 + w); }
 };
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
@@ -42,8 +38,7 @@ struct KvSource {
 // A producer thread's part of the K/V loads, shared by attention_wgmma_kernel and the persistent
 // paired kernel (attention_wgmma_pair_persistent.cuh): where a key tile's rows come from
 // (lookup) and the copies of its K or V into the single stage ring (load), for global tile index
-// gj (stage gj % ST, use gj / ST). Paired: rank is this CTA's in the pair; col0: its first
-// head-dim column (the cluster split's half).
+// gj (stage gj % ST, use gj / ST). Paired: rank is this CTA's in the pair.
 template <class C>
 struct KvTileLoader {
   static constexpr int HD = C::kHeadDim, BN = C::kBlockN, ST = C::kStages;
@@ -66,7 +61,7 @@ struct KvTileLoader {
   uint32_t sK, sV;
   const CUtensorMap *tma_k, *tma_v;
   uint32_t rank;
-  int col0, pt, lane, warp;
+  int pt, lane, warp;
 
   __device__ __forceinline__ void lookup(const KvSource& src, int k0, TileSrc& t) const {
     int page[KPL];
@@ -127,7 +122,7 @@ struct KvTileLoader {
       return;
     }
     const int c = pt % C::kChunks, rr = pt / C::kChunks;
-    const bf16* src_base = (kv == 0 ? a.k : a.v) + col0 + c * 8;
+    const bf16* src_base = (kv == 0 ? a.k : a.v) + c * 8;
     const uint32_t dst_base = (kv == 0 ? sK : sV) + s * C::kTileBytes + (c >> 3) * (BN * 128);
 #pragma unroll 8
     for (int pass = 0; pass < BN / kRowsPerPass; ++pass) {
@@ -155,31 +150,20 @@ struct KvTileLoader {
 template <class C>
 __device__ __forceinline__ void wgmma_produce_kv(const TileArgs& a, const CtaPlace& cta, const WgBarriers<C>& bar,
                                                  uint32_t sK, uint32_t sV, int key0, int n_tiles, bool paired,
-                                                 uint32_t rank, int col0, const CUtensorMap* tma_k,
+                                                 uint32_t rank, const CUtensorMap* tma_k,
                                                  const CUtensorMap* tma_v, int tid) {
   // It needs few registers; give the rest to the consumers (whose O alone is 128 per thread).
   wg::setmaxnreg_dec<C::kProducerRegs>();
   const int pt = tid - C::kConsumerThreads;
-  const KvTileLoader<C> ld{a, bar, sK, sV, tma_k, tma_v, rank, col0, pt, tid & 31, tid >> 5};
+  const KvTileLoader<C> ld{a, bar, sK, sV, tma_k, tma_v, rank, pt, tid & 31, tid >> 5};
   const KvSource src{cta.page_table, cta.kv_len, cta.kvh};
-  // Order of the loads: the consumers' order. Serial: K and V of tile j. Pipelined: K of tile j
-  // with V of tile j-1 (what one consumer step reads), so K of tile j+1 is requested as soon
-  // as S of tile j has freed its stage, not behind V of tile j, whose stage frees only when the
-  // P·V of tile j-1 completes at the end of the step (hd512 has a single stage of each).
-  // Reading the page table of tile j+1 while waiting for tile j's stages (lookup ahead) was
-  // measured and lost 2% at hd256 (H100, 2026-11-25): the producer is not what binds.
-  typename KvTileLoader<C>::TileSrc cur, prev;
-  for (int step = 0; step < n_tiles + (C::kPipelined ? 1 : 0); ++step) {
-    if (step < n_tiles) {
-      ld.lookup(src, key0 + step * C::kBlockN, cur);
-      ld.load(0, step, cta.kvh, paired, cur);
-    }
-    if constexpr (C::kPipelined) {
-      if (step > 0) ld.load(1, step - 1, cta.kvh, paired, prev);
-      prev = cur;
-    } else {
-      ld.load(1, step, cta.kvh, paired, cur);
-    }
+  // Loads in the consumers' order: K and V of tile j. The page table is read per tile, not ahead
+  // of it: the producer is not what binds (docs/kernel-policy.md, "Attention: wgmma prefill").
+  typename KvTileLoader<C>::TileSrc cur;
+  for (int step = 0; step < n_tiles; ++step) {
+    ld.lookup(src, key0 + step * C::kBlockN, cur);
+    ld.load(0, step, cta.kvh, paired, cur);
+    ld.load(1, step, cta.kvh, paired, cur);
   }
   if (paired) ld.wait_released(n_tiles);
   cp_async_wait<0>();

@@ -31,9 +31,8 @@ __device__ __forceinline__ AlignedSmem align_smem_1024(uint8_t* raw) {
 // S = Q·Kᵀ of stage s over the warpgroup's contraction columns: issued, not waited for. The first
 // k-step overwrites sc (scale-d = 0), so sc needs no zeroing. The descriptors are built once per
 // CTA from the tile bases; a k-step or a stage moves the start address, whose field (address >> 4,
-// 14 bits, shared memory < 256 KB) takes the offset >> 4 without carrying into the others.
-// (Rebuilding all of them per tile was a fifth of the consumers' instructions, ncu on the H200,
-// 2026-11-25.)
+// 14 bits, shared memory < 256 KB) takes the offset >> 4 without carrying into the others, so no
+// descriptor is rebuilt per tile (docs/kernel-policy.md, "Attention: wgmma prefill").
 template <class C>
 __device__ __forceinline__ void wg_issue_s(float (&sc)[C::kAcc], uint64_t q_desc, uint64_t k_desc, int s) {
   const uint64_t kd = k_desc + ((s * C::kTileBytes) >> 4);

@@ -2,8 +2,8 @@
 // and a bf16 or f32 result. The algorithm cuBLASLt's heuristic picks is cached per shape, dtype and
 // operand alignment, so a decode step pays for the heuristic once. Above 64 rows the heuristic is
 // asked once per power-of-two bucket of rows, not per row count: prefill chunks come in every
-// length, and a heuristic search per new length per weight shape cost ~30 ms of TTFT on an H200
-// (docs/perf/serving.md).
+// length, and a heuristic search per new length per weight shape shows in TTFT
+// (docs/kernel-policy.md, "cuBLASLt plans").
 //
 // Row-major to column-major: cuBLASLt sees w as the column-major K×N matrix (ld K) and x as K×T
 // (ld K); out is N×T (ld N). out = opT(w)·x computes exactly the row-major x·wᵀ.

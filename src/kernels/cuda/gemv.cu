@@ -115,12 +115,10 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
               const bf16* aux = nullptr) {
   const int sms = sm_count();
   const int C = K / 8;
-  // Split K inside the block while the grid has fewer than min_blocks_per_sm blocks per SM and each
-  // lane keeps two chunks per row. 8 keeps the tail short on big weights: aiming at 2, 31B's o_proj
-  // (336 blocks on 132 SMs) ran as 2-3 blocks per SM and lost to cuBLASLt; at 8 the whole 31B
-  // batch-1 step went 16.82 -> 16.46 ms and E2B's stayed at 2.41 (H200, 2026-11-25; in the
-  // standalone bench, 16 warps per SM had made E2B's qkv alone 3.2 -> 4.2 us). The policy's
-  // min_blocks_per_sm (default 8).
+  // Split K inside the block while the grid has fewer than the policy's min_blocks_per_sm blocks
+  // per SM and each lane keeps two chunks per row: many blocks per SM keep the last wave's tail
+  // short on big weights (docs/kernel-policy.md, "GEMV routing: weight size at one row, and the K
+  // split").
   const int min_blocks_per_sm = policy().min_blocks_per_sm;
   int ks = 1;
   auto blocks_for = [&](int k_split) {
@@ -129,9 +127,8 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
   };
   while (ks < kWarps && blocks_for(ks) < min_blocks_per_sm * sms && C >= 32 * (2 * ks) * 2) ks *= 2;
   const int blocks = blocks_for(ks);
-  // 4 stages in flight only when the whole grid is resident at once with them: measured on the
-  // H200, 4 stages took E2B's down from 7.2 to 6.1 us (one wave either way) but its gate_up from
-  // 9.5 to 12.4 us (768 blocks: one wave at 2 stages, two at 4).
+  // 4 stages in flight only when the whole grid is resident at once with them: deeper stages that
+  // cost a second wave lose more than they hide (docs/kernel-policy.md, "GEMV stages").
   static const int occ4 = MT <= 2 ? occupancy(gemv_kernel<MT, 4, OutT, E>) : 0;
   static const int occ2 = occupancy(gemv_kernel<MT, 2, OutT, E>);
   const bool deep = MT <= 2 && blocks <= occ4 * sms;
@@ -144,9 +141,8 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
     // number of units and the grid shrinks to the fewest blocks that cover them, so no block has a
     // unit more.
     // Rows of at least kStreamLongRowK elements (31B's every weight) take the variant held to 6
-    // blocks an SM: 80 registers and a few spills, which its long units absorb. H200, 11-27: 31B
-    // at batch 1 16.006-16.016 -> 15.820-15.831 ms in three rounds; on E2B's and E4B's shorter rows
-    // it lost up to 10% at two rows (docs/perf/decode.md).
+    // blocks an SM: 80 registers and a few spills, which only long units absorb (docs/kernel-policy.md,
+    // "GEMV streaming and L2 prefetch").
     constexpr int kStreamLongRowK = 4096;
     static const int occ_stream = occupancy(gemv_stream_kernel<MT, 2, OutT, E>);
     static const int occ_long = occupancy(gemv_stream_kernel<MT, 2, OutT, E, 6>);

@@ -13,9 +13,8 @@ namespace gs::cuda::gemv_impl {
 //
 // The weights reach the fragments through shared memory. mma.sync wants lane (g = lane/4,
 // p = lane%4) to hold row g of a tile, so loading fragments straight from global memory makes every
-// warp load touch 8 rows x 64 bytes: that version streamed at half the FMA kernel's rate (E2B's LM
-// head 309-345 us against 181; gate_up at 8 rows 20-33 us against cuBLASLt's 11.8; H200, 11-27).
-// Here each warp copies whole 512-byte row pieces (lane L: chunk L of each of its rows) into its own
+// warp load touch 8 rows x 64 bytes, which streams at about half the FMA kernel's rate
+// (docs/kernel-policy.md, "GEMV tensor-core shape"). Here each warp copies whole 512-byte row pieces (lane L: chunk L of each of its rows) into its own
 // ring of kStages shared-memory stages with cp.async, and reads them back in fragment order. The
 // stages before the PDL wait are weights only, as in the FMA kernel, but held in shared memory
 // instead of registers.

@@ -11,10 +11,9 @@
 // f32 accumulators (rounded once, to bf16: the down GEMM's A operand) and no [rows, N]
 // intermediate exists.
 //
-// It replaced a 64 x 64 WMMA kernel whose one register-staged K step in flight left it at ~35% of
-// DRAM bandwidth on 26B-A4B at 128 tokens and at 112 TFLOP/s at 4096 (H200; 0.78 and 3.50 ms
-// against 0.40 and 1.84 here, docs/perf/kernels.md). The FMA GEMV path (moe_gemv.cu) keeps batch
-// 1-4: from a few rows per expert it is ALU-bound.
+// The cp.async ring keeps several K slices in flight, which a register-staged K step cannot
+// (docs/kernel-policy.md, "MoE"). The FMA GEMV path (moe_gemv.cu) keeps batch 1-4: from a few rows
+// per expert it is ALU-bound.
 #include <cstdlib>
 
 #include "kernels/cuda/attention_mma.cuh"

@@ -10,6 +10,7 @@
 namespace gs::cuda {
 
 static_assert(GemvPolicy{}.mma_min_rows == kGemvMmaMinRows, "the GEMV's default tensor-core rows are its routing's");
+static_assert(kPolicyGemvMaxRows == kGemvMaxRows, "the policy's GEMV row bound is the kernel's");
 
 namespace {
 

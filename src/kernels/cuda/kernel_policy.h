@@ -1,14 +1,20 @@
 // Every choice the cuda backend makes between kernels, and the bounds it routes by, in one typed
 // value. The defaults are what the product runs (each one's measurement: docs/kernel-policy.md);
-// other values exist for A/B runs, tests and benches. The backend installs its policy when it is
-// created (make_cuda_backend) and logs it once ("kernels: ..."); the launchers in this folder read
-// the installed one. Plain C++ (no CUDA headers), so engine and CLI code can carry a policy in a
-// build without CUDA.
+// other values exist for A/B runs, tests and benches, set in code (BackendOptions), by
+// `--kernel-policy` items or by developer variables (both through kernels/kernel_policy_items.h).
+// The backend installs its policy when it is created (make_cuda_backend) and logs it once
+// ("kernels: ..."); the launchers in this folder read the installed one. Plain C++ (no CUDA
+// headers), so engine and CLI code can carry a policy in a build without CUDA.
 #pragma once
 #include <cstdint>
 #include <string>
 
 namespace gs::cuda {
+
+// Bounds of fields that the kernels are compiled for, here so that code without CUDA can check
+// values against them (kernel_policy.cpp and attention_dispatch.cpp assert they are the kernels').
+constexpr int kPolicyGemvMaxRows = 16;  // gemv.h's kGemvMaxRows
+constexpr int kPolicyMaxSplits = 128;   // attention_params.cuh's kMaxAttentionSplits
 
 // ---- GEMV (gemv.h) and its routing against cuBLASLt (cuda_backend.cpp) ----------------------------
 struct GemvMmaShape {
@@ -100,9 +106,5 @@ struct KernelPolicy {
 // thread launches).
 const KernelPolicy& kernel_policy();
 void set_kernel_policy(const KernelPolicy& policy);
-
-// `base` with the developer variables of kernel_policy_env.cpp applied (the one place that reads
-// the environment for kernel choices).
-KernelPolicy apply_developer_env(KernelPolicy base);
 
 }  // namespace gs::cuda

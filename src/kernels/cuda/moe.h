@@ -22,17 +22,13 @@ void launch_moe_route(const Tensor& r, const Tensor& router_scale, const Tensor&
 
 // Up to this many routed rows (T·k: up to four tokens' experts) the experts run as FMA GEMVs over
 // each active expert's weights (moe_gemv.cu); above it as a grouped tensor-core GEMM in 16-row
-// tiles (grouped_gemm_mma.cu). The kernel policy's moe.gemv_max_rows overrides it. Measured on an
-// H200 with 26B-A4B's shapes (2026-11-26, docs/perf/kernels.md and decode.md): `bench-kernels
-// --only moe` gives the GEMV path 42 us at 1 token against 56; from 8 tokens the 16-row GEMM wins
-// (8: 173 against 185 us; 64: 389 against 629; 128: 398 against 781 for the 64-row grouped GEMM;
-// 4096: 3.21 against 3.47 ms). Whole decode steps: batch 2 4.90 ms either way, batch 4 6.35 on
-// the GEMV path against 6.41, batch 8 8.93 against 8.61.
+// tiles (grouped_gemm_mma.cu). The kernel policy's moe.gemv_max_rows overrides it. A GEMV reads each
+// active expert's weights once, which wins while few tokens share an expert (docs/kernel-policy.md,
+// "MoE").
 constexpr int64_t kMoeGemvMaxRows = 32;
 // Above it, up to this many routed rows per expert on average the grouped GEMM runs in 16-row
-// tiles; beyond (prefill) in 64-row tiles. Measured on an H200 with 26B-A4B's shapes (128 experts,
-// top-8), 16-row against 64-row tiles: 128 tokens (8 rows per expert) 0.389 against 0.409 ms,
-// 512 (32) 0.553 against 0.441, 1024 (64) 0.886 against 0.583, 4096 (256) 3.19 against 1.87.
+// tiles; beyond (prefill) in 64-row tiles, whose padding then costs less than their reuse gains
+// (docs/kernel-policy.md, "MoE").
 constexpr int64_t kMoeMma16MaxRowsPerExpert = 16;
 
 // The kernel policy's moe.path forces the experts' kernels (the GEMV, or grouped_gemm_mma.cu in

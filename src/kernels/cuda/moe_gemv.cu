@@ -34,9 +34,8 @@ constexpr int kUpBatch = 4;    // gate_up: 16-byte chunks per weight row each la
 constexpr int kDownCols = 4;   // down: output columns per warp
 constexpr int kDownBatch = 3;  // down: 16-byte chunks per column each lane has in flight
 constexpr int kPlanThreads = 256;
-// Tried and measured slower on an H200 (10-15% at 8 and 64 tokens): a prefetch.global.L2 of each
-// warp's weight rows before the shared-memory fill. It raised gate_up to 90 registers, which
-// left room for 2 blocks per SM instead of 3, and that cost more than the overlap gained.
+// No L2 prefetch of the weight rows before the shared-memory fill: its registers cost a block per
+// SM, more than the overlap gains (docs/kernel-policy.md, "MoE").
 
 struct Scratch {
   int *active, *row_begin, *row_count, *n_active, *perm, *pos_of;

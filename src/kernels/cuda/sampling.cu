@@ -93,8 +93,8 @@ __device__ RowStats row_stats(const float* l, int64_t V, float* s_val, int* s_id
   return finish_stats(l, block_stats(l, t, s_val, s_id, s_sum));
 }
 
-// At batch 1 one block cannot stream a 1 MB row fast (a single SM's load rate and expf throughput:
-// ~125 us on an H200), so the row statistics of sample() are taken by many blocks, one slice of
+// At batch 1 one block cannot stream a 1 MB row fast (a single SM's load rate and expf
+// throughput), so the row statistics of sample() are taken by many blocks, one slice of
 // the row each, and combined by the sampling kernel: partial[row·slices + s] = stats of slice s.
 constexpr int kSliceThreads = 256;
 constexpr int64_t kMinSlice = 4096;

@@ -36,17 +36,16 @@ struct SelectShared {
 };
 
 // Adds weight w and count 1 to bin b for each active lane; the weights with one shared-memory
-// atomic per distinct bin of the warp (the whole warp calls; top_p alone 3.66 -> 2.29 ms at
-// 64 x 262144 on the H200). A row's elements crowd into a few bins (the
-// first pass bins by sign and exponent), and contended shared atomics, the f64 ones above all,
-// were most of a select's time. The peers' weights are summed by the warp first; the bins already
+// atomic per distinct bin of the warp (the whole warp calls). A row's elements crowd into a few
+// bins (the first pass bins by sign and exponent), and contended shared atomics, the f64 ones
+// above all, were most of a select's time (docs/kernel-policy.md, "Sampling window and team"). The peers' weights are summed by the warp first; the bins already
 // received their weights in no fixed order, so the select's result is unchanged.
 template <bool kCounts>
 __device__ __forceinline__ void warp_histogram_add(bool active, int b, double w, SelectShared& sh) {
   const int lane = threadIdx.x & 31;
   if constexpr (kCounts) {
-    // Native integer atomics: aggregating them (match_any) measured slower (H200, 2026-11-25: top-k
-    // + top-p 1.81 -> 1.98 ms, top_logprobs 0.97 -> 1.13).
+    // Native integer atomics: aggregating them (match_any) costs more than the contention it saves
+    // (docs/kernel-policy.md, "Sampling window and team").
     if (active) atomicAdd(&sh.count[b], 1);
   } else {
     unsigned pending = __ballot_sync(0xffffffffu, active);
@@ -67,7 +66,7 @@ __device__ __forceinline__ void warp_histogram_add(bool active, int b, double w,
 // weight crosses `target`: W(keys > e) < target <= W(keys >= e). 0 when the candidates weigh less
 // than `target`. weight_of(i) < 0 marks i as no candidate. All threads of the block must call.
 // kCounts: every candidate weighs 1 (top_k), so only the counts are kept (the double-precision
-// shared atomics of the mass were most of a filtered sample's time: 5.2 ms at 64 x 262144).
+// shared atomics of the mass were most of a filtered sample's time).
 // weight_of is called only for elements still in the search (the key's known bits match), as a
 // top_p weight costs an exp.
 // kFraction: target is a fraction of the candidates' total weight, which the first pass's

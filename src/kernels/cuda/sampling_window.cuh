@@ -1,9 +1,8 @@
 // Where a filtered row's cut can lie, found in a pass or two over the row, so that the exact
 // selection (sampling_select.cuh's radix select, then the Gumbel draw) runs over a few thousand
-// candidates in shared memory instead of over the whole row. Over whole rows, top_p alone took
-// 2.25 ms at 64 x 262144 and 1.91 ms for a single row (H100, 2026-11-25; one block per row): the
-// first radix digit (sign and exponent bits) puts a row into a handful of bins, and their contended
-// shared atomics, plus a double exp per element, were the time.
+// candidates in shared memory instead of over the whole row. Over whole rows the first radix digit
+// (sign and exponent bits) puts a row into a handful of bins, and their contended shared atomics,
+// plus a double exp per element, were the time (docs/kernel-policy.md, "Sampling window and team").
 //
 // Elements are binned by their distance below the row's largest z, dist = zmax - z, at 1/32 nat
 // over [0, 32) (farther ones, -inf and NaN go past the last bin). The bin is a monotone function of
@@ -30,7 +29,7 @@
 // gathered keys) is merged through distributed shared memory, every CTA reading the others' parts
 // in rank order, so each arrives at the same numbers and the same window; the exact selection and
 // the draw over the candidates then run in CTA 0. A block alone spends ~50 instructions per
-// element and pass (binning, exps, warp matches): top_p took 0.7 ms for a single row on an H100.
+// element and pass (binning, exps, warp matches), so a single row's passes leave most SMs idle.
 #pragma once
 #include <cstdint>
 
