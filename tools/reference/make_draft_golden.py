@@ -534,7 +534,7 @@ def run_pair(name, spec, out_root, seed, k, only_contexts=None):
                 assistant=dict(head="centroids" if assistant.masked_embedding is not None else "dense",
                                config=json.loads(assistant.config.to_json_string())),
                 num_speculative_tokens=k, min_top2_margin=min(margins), contexts=contexts,
-                diagnostics=diagnostics, surprises=surprises, files=sorted(os.listdir(pair_dir)))
+                diagnostics=diagnostics, surprises=list(dict.fromkeys(surprises)), files=sorted(os.listdir(pair_dir)))
 
 
 def kv_source_layers(target):
