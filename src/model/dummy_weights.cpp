@@ -106,7 +106,8 @@ ModelWeights make_dummy_weights(const ModelConfig& c, Backend& backend, uint64_t
   }
   for (const LayerSpec& s : c.layers) w.layers.push_back(dummy_layer(f, c, s));
   if (c.is_assistant) {
-    w.pre_projection = f.linear(H, 2 * int64_t(c.backbone_hidden_size));
+    w.pre_projection_embed = f.linear(H, c.backbone_hidden_size);
+    w.pre_projection_hidden = f.linear(H, c.backbone_hidden_size);
     w.post_projection = f.linear(c.backbone_hidden_size, H);
     if (c.use_ordered_embeddings) {
       w.centroids = f.linear(c.num_centroids, H);

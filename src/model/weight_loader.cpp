@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstring>
 #include <set>
+#include <tuple>
+#include <utility>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -73,6 +75,20 @@ class Loader {
       dst += size_t(r->numel()) * dtype_size(dt);
     }
     return be_.upload_weight(host);
+  }
+
+  // The left and right column halves of a [rows, 2·c] weight as two [rows, c] weights.
+  std::pair<Tensor, Tensor> column_halves(const std::string& name, Shape expect) {
+    const Tensor whole = host_view(get(name, expect));
+    const int64_t rows = expect[0], c = expect[1] / 2;
+    const size_t row_bytes = size_t(c) * dtype_size(whole.dtype);
+    Tensor left = host_tensor(whole.dtype, {rows, c}), right = host_tensor(whole.dtype, {rows, c});
+    for (int64_t r = 0; r < rows; ++r) {
+      const uint8_t* src = static_cast<const uint8_t*>(whole.data) + size_t(r) * 2 * row_bytes;
+      std::memcpy(left.ptr<uint8_t>() + size_t(r) * row_bytes, src, row_bytes);
+      std::memcpy(right.ptr<uint8_t>() + size_t(r) * row_bytes, src + row_bytes, row_bytes);
+    }
+    return {be_.upload_weight(left), be_.upload_weight(right)};
   }
 
   float scalar(const std::string& name) {
@@ -213,7 +229,7 @@ ModelWeights load_weights(const Checkpoint& ckpt, const ModelConfig& cfg, Backen
   for (int i = 0; i < cfg.num_layers; ++i) w.layers.push_back(load_layer(ld, cfg, i));
   if (cfg.is_assistant) {
     const int64_t Ht = cfg.backbone_hidden_size;
-    w.pre_projection = ld.weight("pre_projection.weight", {H, 2 * Ht});
+    std::tie(w.pre_projection_embed, w.pre_projection_hidden) = ld.column_halves("pre_projection.weight", {H, 2 * Ht});
     w.post_projection = ld.weight("post_projection.weight", {Ht, H});
     if (cfg.use_ordered_embeddings) {
       w.centroids = ld.weight("masked_embedding.centroids.weight", {cfg.num_centroids, H});
@@ -230,8 +246,8 @@ ModelWeights load_weights(const Checkpoint& ckpt, const ModelConfig& cfg, Backen
 size_t ModelWeights::bytes() const {
   size_t n = 0;
   auto add = [&](const Tensor& t) { n += t.defined() ? t.nbytes() : 0; };
-  for (const Tensor* t : {&embed, &final_norm, &ple_table, &ple_model_proj, &ple_proj_norm, &pre_projection,
-                          &post_projection, &centroids, &token_ordering})
+  for (const Tensor* t : {&embed, &final_norm, &ple_table, &ple_model_proj, &ple_proj_norm, &pre_projection_embed,
+                          &pre_projection_hidden, &post_projection, &centroids, &token_ordering})
     add(*t);
   for (const LayerWeights& l : layers) {
     for (const Tensor* t :

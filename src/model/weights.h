@@ -41,7 +41,10 @@ struct ModelWeights {
   std::vector<LayerWeights> layers;
 
   // Assistant (MTP drafter).
-  Tensor pre_projection;     // [Hd, 2·Ht]
+  // pre_projection.weight [Hd, 2·Ht] split into its column halves at load, so the draft step
+  // needs no concatenated input: z = e·embedᵀ + h·hiddenᵀ.
+  Tensor pre_projection_embed;   // [Hd, Ht], applied to the target's scaled token embedding
+  Tensor pre_projection_hidden;  // [Hd, Ht], applied to the target's (or the last step's) hidden state
   Tensor post_projection;    // [Ht, Hd]
   Tensor centroids;          // [num_centroids, Hd]
   Tensor token_ordering;     // i32 [V]

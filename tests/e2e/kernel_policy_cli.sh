@@ -15,6 +15,7 @@ commands=(
   "logits --model m --tokens t.npy --out o.npy"
   "bench-decode"
   "bench-kernels"
+  "draft --model m --speculative-model a --tokens t.npy"
 )
 for cmd in "${commands[@]}"; do
   # shellcheck disable=SC2086

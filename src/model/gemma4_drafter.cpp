@@ -1,0 +1,179 @@
+#include "model/gemma4_drafter.h"
+
+#include <algorithm>
+#include <limits>
+#include <numeric>
+
+#include "core/error.h"
+#include "model/gemma4_blocks.h"
+
+namespace gs {
+
+struct Gemma4Drafter::Workspace : Gemma4Workspace {
+  Tensor e;            // [R, Ht] the target's scaled embedding of each row's token
+  Tensor z;            // [R, Hd] pre_projection of the hidden half
+  Tensor next_hidden;  // [R, Ht]
+  Tensor centroid_scores;  // f32 [R, num_centroids]
+  std::vector<int> token_ordering;  // the centroid head's clusters on the host: [num_centroids, V / num_centroids]
+};
+
+namespace {
+
+void expect_shape(const Tensor& t, Shape s, const std::string& what) {
+  GS_CHECK(t.defined(), "drafter: weight {} is missing", what);
+  GS_CHECK(t.shape == s, "drafter: weight {} has shape {}, the config implies {}", what, t.shape.str(), s.str());
+}
+
+}  // namespace
+
+Gemma4Drafter::Gemma4Drafter(ModelConfig cfg, ModelWeights weights, const Gemma4Model& target, Backend& backend)
+    : cfg_(std::move(cfg)), w_(std::move(weights)), target_(target), be_(backend) {
+  const ModelConfig& t = target.config();
+  GS_CHECK(cfg_.is_assistant, "drafter: {} is not an MTP assistant", cfg_.architecture);
+  GS_CHECK(cfg_.backbone_hidden_size == t.hidden_size,
+           "drafter: the assistant's backbone_hidden_size {} is not the target's hidden size {}",
+           cfg_.backbone_hidden_size, t.hidden_size);
+  GS_CHECK(!cfg_.layers.empty() && int(w_.layers.size()) == cfg_.num_layers, "drafter: {} layer weights for {} layers",
+           w_.layers.size(), cfg_.num_layers);
+  for (const LayerSpec& s : cfg_.layers)
+    GS_CHECK(!s.owns_kv && s.kv_slot >= 0, "drafter: the assistant's layers are not bound to the target's caches "
+             "(ModelConfig::bind_assistant_to)");
+  const int64_t H = cfg_.hidden_size, Ht = t.hidden_size;
+  expect_shape(w_.embed, Shape{cfg_.vocab_size, H}, "embed_tokens (the head)");
+  expect_shape(w_.pre_projection_embed, Shape{H, Ht}, "pre_projection (embedding half)");
+  expect_shape(w_.pre_projection_hidden, Shape{H, Ht}, "pre_projection (hidden half)");
+  expect_shape(w_.post_projection, Shape{Ht, H}, "post_projection");
+  GS_CHECK(cfg_.vocab_size == t.vocab_size, "drafter: vocabulary {} differs from the target's {}", cfg_.vocab_size,
+           t.vocab_size);
+  if (cfg_.use_ordered_embeddings) {
+    expect_shape(w_.centroids, Shape{cfg_.num_centroids, H}, "masked_embedding.centroids");
+    GS_CHECK(cfg_.centroid_top_k <= cfg_.num_centroids, "drafter: centroid_intermediate_top_k {} > num_centroids {}",
+             cfg_.centroid_top_k, cfg_.num_centroids);
+  }
+  // transformers' drafter masks its sliding layers with a bidirectional window flipped onto the past:
+  // the last W+1 target keys, i.e. the causal rule with window W+2 for a query one past the cache.
+  for (LayerSpec& s : cfg_.layers)
+    if (s.type == LayerType::Sliding) s.sliding_window += 2;
+}
+
+void Gemma4Drafter::reserve(int max_rows) {
+  GS_CHECK(max_rows > 0, "drafter: reserve({}) needs a positive row count", max_rows);
+  auto ws = std::make_shared<Workspace>();
+  ws->max_tokens = ws->max_logit_rows = max_rows;
+  const DType act = be_.activation_dtype();
+  const int64_t R = max_rows, H = cfg_.hidden_size, Ht = target_.config().hidden_size;
+  int64_t q_width = 0, inter = 0;
+  for (const LayerWeights& l : w_.layers) {
+    q_width = std::max(q_width, l.o_proj.dim(1));
+    inter = std::max(inter, l.down.dim(1));
+  }
+  ws->x = be_.empty(act, Shape{R, H});
+  ws->a = be_.empty(act, Shape{R, H});
+  ws->o = be_.empty(act, Shape{R, H});
+  ws->qkv = be_.empty(act, Shape{R, q_width});  // Q-only layers: the projection is the queries
+  ws->q = be_.empty(act, Shape{R, q_width});
+  ws->attn = be_.empty(act, Shape{R, q_width});
+  ws->gate_up = be_.empty(act, Shape{R, 2 * inter});
+  ws->act = be_.empty(act, Shape{R, inter});
+  ws->hidden = be_.empty(act, Shape{R, H});
+  ws->logits = be_.empty(DType::F32, Shape{R, cfg_.vocab_size});
+  ws->e = be_.empty(act, Shape{R, Ht});
+  ws->z = be_.empty(act, Shape{R, H});
+  ws->next_hidden = be_.empty(act, Shape{R, Ht});
+  if (cfg_.use_ordered_embeddings) {
+    ws->centroid_scores = be_.empty(DType::F32, Shape{R, cfg_.num_centroids});
+    ws->token_ordering.resize(size_t(cfg_.vocab_size));
+    be_.copy_to_host(w_.token_ordering, ws->token_ordering.data());
+  }
+  ws_ = std::move(ws);
+}
+
+DraftStepOutput Gemma4Drafter::step(const Tensor& ids, const Tensor& hidden, const AttentionBatch& batch,
+                                    KvCache& target_cache) {
+  GS_CHECK(ws_, "drafter: step() before reserve()");
+  Workspace& ws = *ws_;
+  const ModelConfig& t = target_.config();
+  const int R = int(ids.numel());
+  const int64_t H = cfg_.hidden_size, Ht = t.hidden_size;
+  GS_CHECK(R > 0 && R <= ws.max_tokens, "drafter: {} rows in one step, reserved for {}", R, ws.max_tokens);
+  GS_CHECK(batch.num_tokens == R && batch.num_seqs == R, "drafter: a batch of {} rows / {} sequences for {} ids",
+           batch.num_tokens, batch.num_seqs, R);
+  GS_CHECK(hidden.rows() == R && hidden.cols() == Ht, "drafter: hidden {} must be [{}, {}]", hidden.str(), R, Ht);
+
+  // z = pre_projection([E_target[t] · sqrt(Ht), h]) as two products over the weight's halves.
+  Tensor e = rows_of(ws.e, R, Ht), x = rows_of(ws.x, R, H), z = rows_of(ws.z, R, H);
+  be_.embedding(target_.weights().embed, ids, round_to(be_.activation_dtype(), t.embed_scale()), e);
+  be_.matmul(e, w_.pre_projection_embed, x);
+  be_.matmul(hidden, w_.pre_projection_hidden, z);
+  be_.add(x, z, x);
+
+  // The trunk: ordinary decoder layers whose attention is Q-only over the target's caches.
+  be_.rms_norm(x, &w_.layers[0].input_norm, cfg_.rms_norm_eps, rows_of(ws.a, R, H));
+  for (int i = 0; i < cfg_.num_layers; ++i) {
+    const LayerWeights& lw = w_.layers[size_t(i)];
+    const Tensor* next_input_norm = i + 1 < cfg_.num_layers ? &w_.layers[size_t(i) + 1].input_norm : nullptr;
+    attention_block(be_, cfg_, i, lw, ws, batch, target_cache, R);
+    ffn_block(be_, cfg_, i, lw, ws, R, lw.layer_scalar, next_input_norm);
+  }
+
+  DraftStepOutput out;
+  Tensor d = rows_of(ws.hidden, R, H);
+  be_.rms_norm(x, &w_.final_norm, cfg_.rms_norm_eps, d);
+  out.next_hidden = rows_of(ws.next_hidden, R, Ht);
+  be_.matmul(d, w_.post_projection, out.next_hidden);
+  // The head: the drafter's own (tied) embedding table, no soft-cap (transformers applies none).
+  out.logits = rows_of(ws.logits, R, cfg_.vocab_size);
+  be_.matmul(d, w_.embed, out.logits);
+  if (cfg_.use_ordered_embeddings) {
+    Tensor scores = rows_of(ws.centroid_scores, R, cfg_.num_centroids);
+    be_.matmul(d, w_.centroids, scores);
+    mask_to_top_clusters(scores, out.logits);
+  }
+  return out;
+}
+
+// On the host for now (the `draft` tool and the parity tests); the serving loop's drafts need it on
+// the device. A cluster's tokens are row c of token_ordering viewed as [num_centroids, V / C].
+void Gemma4Drafter::mask_to_top_clusters(const Tensor& centroid_scores, const Tensor& logits) {
+  const int R = int(logits.rows()), V = cfg_.vocab_size, C = cfg_.num_centroids, per = V / C;
+  std::vector<float> scores(size_t(R) * C), lg(size_t(R) * V);
+  be_.copy_to_host(centroid_scores, scores.data());
+  be_.copy_to_host(logits, lg.data());
+  std::vector<int> order(static_cast<size_t>(C));
+  std::vector<char> keep(static_cast<size_t>(V));
+  for (int r = 0; r < R; ++r) {
+    const float* s = scores.data() + size_t(r) * C;
+    std::iota(order.begin(), order.end(), 0);
+    // The best clusters, ties to the lower index (torch.topk's choice among equal scores is unspecified).
+    std::partial_sort(order.begin(), order.begin() + cfg_.centroid_top_k, order.end(),
+                      [&](int a, int b) { return s[a] > s[b] || (s[a] == s[b] && a < b); });
+    std::fill(keep.begin(), keep.end(), 0);
+    float* row = lg.data() + size_t(r) * V;
+    float lowest = std::numeric_limits<float>::infinity();
+    for (int k = 0; k < cfg_.centroid_top_k; ++k)
+      for (int j = 0; j < per; ++j) {
+        const int tok = ws_->token_ordering[size_t(order[size_t(k)]) * per + j];
+        keep[size_t(tok)] = 1;
+        lowest = std::min(lowest, row[tok]);
+      }
+    // transformers fills with the smallest kept score of the whole batch minus 1; per row keeps a
+    // row's result independent of its batch (the same value at one row).
+    for (int v = 0; v < V; ++v)
+      if (!keep[size_t(v)]) row[v] = lowest - 1.0f;
+  }
+  be_.copy_from_host(logits, lg.data());
+}
+
+std::vector<int> Gemma4Drafter::argmax(const DraftStepOutput& out) {
+  const int R = int(out.logits.rows()), V = int(out.logits.cols());
+  std::vector<float> lg(size_t(R) * V);
+  be_.copy_to_host(out.logits, lg.data());
+  std::vector<int> ids(static_cast<size_t>(R));
+  for (int r = 0; r < R; ++r) {
+    const float* row = lg.data() + size_t(r) * V;
+    ids[size_t(r)] = int(std::max_element(row, row + V) - row);
+  }
+  return ids;
+}
+
+}  // namespace gs

@@ -1,0 +1,58 @@
+// The Gemma-4 MTP assistant ("drafter", gemma4-architecture.md §5), written against the op
+// interface like Gemma4Model. One step() drafts one token for each row of a batch: from the
+// sequence's newest token (embedded with the target's table) and a backbone-width state (the
+// target's final-normed hidden state for the first step, the drafter's own post_projection output
+// after that), its Q-only layers attend to the target's KV cache, and the head scores the
+// vocabulary. Nothing is written to any cache, so every step of a round runs at the same position.
+//
+// The convention is transformers' (SinglePositionMultiTokenCandidateGenerator, the parity
+// reference; fixtures/draft_golden): with the target's cache holding positions 0..n-1, each draft
+// step runs at position n, full layers see keys 0..n-1, and sliding layers see the last W+1 of
+// them (a flipped bidirectional window), which is the ordinary sliding rule with window W+2 at
+// position n.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "model/gemma4_model.h"
+
+namespace gs {
+
+struct DraftStepOutput {
+  Tensor logits;       // f32 [R, V]; with the centroid head, tokens outside the chosen clusters hold
+                       // the row's smallest chosen logit minus 1 (never the argmax)
+  Tensor next_hidden;  // [R, Ht] post_projection of the drafter's final state: the next step's input
+};
+
+class Gemma4Drafter {
+ public:
+  // `cfg` is the assistant's config bound to the target's (ModelConfig::bind_assistant_to); the
+  // target lends its input embedding table and its KV cache.
+  Gemma4Drafter(ModelConfig cfg, ModelWeights weights, const Gemma4Model& target, Backend& backend);
+
+  const ModelConfig& config() const { return cfg_; }
+  // Sizes the workspace for up to max_rows sequences drafted together; step() never allocates.
+  void reserve(int max_rows);
+
+  // ids: i32 [R] on the device, each sequence's newest token; hidden: [R, Ht]. `batch` has one
+  // query-only row per sequence (SequenceStep with write_kv = false, start = the cached length
+  // n, q_len 1) over the target's page tables; `target_cache` is the target's KV cache.
+  DraftStepOutput step(const Tensor& ids, const Tensor& hidden, const AttentionBatch& batch, KvCache& target_cache);
+
+  // The greedy draft token of each row of step()'s logits (ties to the lowest id); synchronises.
+  std::vector<int> argmax(const DraftStepOutput& out);
+
+ private:
+  struct Workspace;
+  ModelConfig cfg_;
+  ModelWeights w_;
+  const Gemma4Model& target_;
+  Backend& be_;
+  std::shared_ptr<Workspace> ws_;
+
+  // The centroid head (use_ordered_embeddings): keeps the scores of the tokens of each row's
+  // centroid_top_k best clusters and masks the rest.
+  void mask_to_top_clusters(const Tensor& centroid_scores, const Tensor& logits);
+};
+
+}  // namespace gs
