@@ -164,8 +164,8 @@ Result bench_one(Gemma4Model& model, Backend& be, int batch, const BenchDecodeOp
     std::vector<RunnerOutput> outs = runner.collect();
     for (int s = 0; s < batch; ++s) {
       auto& t = tokens[size_t(s)];
-      if (int(t.size()) == pos) t.push_back(outs[size_t(s)].token);
-      else t[size_t(pos)] = outs[size_t(s)].token;
+      if (int(t.size()) == pos) t.push_back(outs[size_t(s)].tokens.at(0));
+      else t[size_t(pos)] = outs[size_t(s)].tokens.at(0);
     }
   };
   // n steps from position `cached`; returns the next position. Overlapped runs keep one step in

@@ -13,12 +13,14 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "cli/serving_stack.h"
+#include "cli/speculative_options.h"
 
 namespace gs::cli {
 namespace {
 
 struct RunOptions {
   StackOptions stack;
+  SpeculativeFlags speculative;
   std::string prompt, system;
   int max_tokens = 256;
   std::optional<double> temperature, top_p;
@@ -33,6 +35,11 @@ int run(RunOptions o) {
   GS_CHECK(o.max_tokens > 0, "--max-tokens must be positive, got {}", o.max_tokens);
   GS_CHECK(o.kv_cache_gib >= 0, "--kv-cache-memory-gib must be >= 0, got {}", o.kv_cache_gib);
   o.stack.engine.max_num_seqs = 1;
+  {
+    const SpeculativeChoice spec = resolve_speculative(o.speculative);
+    o.stack.speculative_model = spec.model;
+    o.stack.num_speculative_tokens = spec.num_tokens;
+  }
   o.stack.engine.kv_cache_memory_bytes = static_cast<size_t>(o.kv_cache_gib * (1ull << 30));
   auto stack = ServingStack::load(o.stack);
   api::OpenAIService service(stack->client(), stack->serving_model());
@@ -119,6 +126,7 @@ GS_REGISTER_COMMAND(run, "run", "One chat turn with a model, streamed to the ter
                       app.add_option("--tokenizer", o->stack.tokenizer, "Tokenizer (default: the model's)");
                       app.add_option("--backend", o->stack.backend, "cpu, cuda or cuda:N");
                       add_kernel_policy_option(app, o->stack.kernel_policy);
+                      add_speculative_options(app, o->speculative);
                       app.add_option("--max-model-len", o->stack.engine.max_model_len,
                                      "Longest prompt + output (0: the model's)");
                       // The memory flags of serve, which the engine's KV budget errors name.

@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/kernel_policy_option.h"
 #include "cli/serving_stack.h"
+#include "cli/speculative_options.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "server/api_key.h"
@@ -25,6 +26,7 @@ namespace {
 
 struct ServeOptions {
   StackOptions stack;
+  SpeculativeFlags speculative;
   server::ServerOptions http;
   server::ApiKeySources api_key;  // --api-key, --api-key-file, $GEMMASERVE_API_KEY as given
   std::string api_key_arg, api_key_file_arg;
@@ -52,6 +54,11 @@ extern "C" void on_stop_signal(int sig) {
 }
 
 int serve(ServeOptions o) {
+  {
+    const SpeculativeChoice spec = resolve_speculative(o.speculative);
+    o.stack.speculative_model = spec.model;
+    o.stack.num_speculative_tokens = spec.num_tokens;
+  }
   o.stack.engine.enable_prefix_caching = !o.no_prefix_caching;
   o.stack.engine.kv_cache_memory_bytes = static_cast<size_t>(o.kv_cache_gib * (1ull << 30));
   GS_CHECK(o.http.port >= 0 && o.http.port <= 65535, "--port {} is not a TCP port", o.http.port);
@@ -135,6 +142,7 @@ GS_REGISTER_COMMAND(serve, "serve", "Serve a model over an OpenAI-compatible HTT
                       app.add_option("--backend", o->stack.backend, "cpu, cuda or cuda:N (default: cuda when a GPU is "
                                      "visible, else cpu)");
                       add_kernel_policy_option(app, o->stack.kernel_policy);
+                      add_speculative_options(app, o->speculative);
                       app.add_option("--host", o->http.host, "Address to listen on (127.0.0.1: this machine only)")
                           ->capture_default_str();
                       app.add_option("--port", o->http.port, "TCP port (0: any free port)")->capture_default_str();

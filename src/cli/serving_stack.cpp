@@ -99,7 +99,20 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
   if (name.empty()) name = fs::path(dir).lexically_normal().parent_path().filename().string();
 
   s->model_ = std::make_shared<Gemma4Model>(cfg, std::move(loaded.weights), *s->backend_);
-  s->engine_ = std::make_unique<Engine>(s->model_, o.engine);
+  EngineOptions engine = o.engine;
+  if (!o.speculative_model.empty()) {
+    // Dummy weights of the assistant from another seed than the target's.
+    LoadedModel a = load_model(ModelSpec{o.speculative_model, spec.format, spec.dummy_seed + 1}, *s->backend_);
+    GS_CHECK(a.config.is_assistant, "--speculative-model {}: {} is not an MTP assistant (Gemma4AssistantForCausalLM)",
+             o.speculative_model, a.config.architecture);
+    a.config.bind_assistant_to(cfg);
+    s->drafter_ = std::make_shared<Gemma4Drafter>(a.config, std::move(a.weights), *s->model_, *s->backend_);
+    engine.speculative.drafter = s->drafter_;
+    engine.speculative.num_speculative_tokens = o.num_speculative_tokens;
+    log::info("speculative decoding: {} drafts {} tokens a round for {}", o.speculative_model,
+              o.num_speculative_tokens, model_arg);
+  }
+  s->engine_ = std::make_unique<Engine>(s->model_, engine);
   s->client_ = std::make_unique<api::EngineClientFor>(*s->engine_);
   s->serving_ = std::make_shared<api::ServingModel>(name, tokenizer, tmpl, loaded.generation);
   log::info("backend: {}", s->backend_->name());  // the engine logs its memory plan itself

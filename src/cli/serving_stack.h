@@ -21,6 +21,8 @@ struct StackOptions {
   std::string backend;            // cpu | cuda | cuda:N; empty: cuda when available, else cpu
   std::string kernel_policy;      // --kernel-policy items (kernels/kernel_policy_items.h); empty: the defaults
   std::string served_model_name;  // empty: "demo", the preset name or the directory's name
+  std::string speculative_model;  // an MTP assistant that drafts for the model; empty: no speculation
+  int num_speculative_tokens = 3;
   EngineOptions engine;
 };
 
@@ -40,6 +42,7 @@ class ServingStack {
   // Declaration order is teardown order reversed: the engine goes before the model and backend.
   std::unique_ptr<Backend> backend_;
   std::shared_ptr<Gemma4Model> model_;
+  std::shared_ptr<Gemma4Drafter> drafter_;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<api::EngineClient> client_;
   std::shared_ptr<api::ServingModel> serving_;

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "engine/draft_proposer.h"
 #include "engine/engine_setup.h"
 #include "engine/scheduler.h"
 #include "engine/step_outputs.h"
@@ -26,6 +27,7 @@ struct Engine::Impl {
   std::unique_ptr<KvManager> kv;
   std::unique_ptr<Scheduler> sched;
   std::unique_ptr<ModelRunner> runner;
+  std::shared_ptr<DraftSource> proposer;  // speculative decoding, when configured
   StepOutputs outputs;
 
   // Shared with submit()/abort()/stats(), guarded by mu.
@@ -70,6 +72,9 @@ struct Engine::Impl {
   // so a client that sees the end also sees the pages back in stats().
   void finish(Sequence* s, FinishReason why, const std::string& error = "", RequestOutput* last = nullptr);
   void publish_stats();
+  // Speculative decoding: drafts for every sequence of the collected step that sampled, may
+  // speculate and goes on.
+  void draft_after(const StepPlan& plan, const std::vector<RunnerOutput>& outs);
 };
 
 Engine::Engine(std::shared_ptr<Gemma4Model> model, EngineOptions opts) : impl_(std::make_unique<Impl>()) {
@@ -81,8 +86,11 @@ Engine::Engine(std::shared_ptr<Gemma4Model> model, EngineOptions opts) : impl_(s
   log::info("{}", m.setup.plan.describe());
   if (!m.setup.plan.warning.empty()) log::warn("{}", m.setup.plan.warning);
   m.cache = m.model->backend().allocate_kv_cache(m.model->config().kv_layout(), m.opts.page_size, m.setup.plan.num_pages);
-  m.kv = std::make_unique<KvManager>(m.opts.page_size, m.model->config().sliding_window, m.setup.plan.num_pages,
-                                     m.opts.enable_prefix_caching);
+  // The drafter's sliding layers read the last W+1 keys before the newest token (gemma4_drafter.h):
+  // sliding pages stay two positions longer than a decode query needs.
+  const bool speculative = m.opts.speculative.enabled();
+  const int window = m.model->config().sliding_window + (speculative ? 2 : 0);
+  m.kv = std::make_unique<KvManager>(m.opts.page_size, window, m.setup.plan.num_pages, m.opts.enable_prefix_caching);
   m.sched = std::make_unique<Scheduler>(*m.kv, m.setup.scheduler);
   DecodeGraphOptions graphs;
   if (!m.opts.enforce_eager) {
@@ -95,6 +103,20 @@ Engine::Engine(std::shared_ptr<Gemma4Model> model, EngineOptions opts) : impl_(s
     log::info("decode steps: {}", m.opts.enforce_eager ? "eager (--enforce-eager)"
                                                         : fmt::format("CUDA graphs up to batch {}, captured on first use",
                                                                       std::min(graphs.max_batch, m.opts.max_num_seqs)));
+  if (speculative) {
+    m.proposer = m.opts.speculative.source;
+    if (!m.proposer)
+      m.proposer = std::make_shared<MtpDraftSource>(m.opts.speculative.drafter, m.opts.speculative.num_speculative_tokens,
+                                                    m.opts.max_num_seqs, m.opts.page_size);
+    // Verify steps commit their tokens only once the drafts are checked, after the step's results.
+    m.opts.disable_overlap_schedule = true;
+    log::info("speculative decoding: {} draft tokens per round from {} (greedy drafts, verified by rejection "
+              "sampling); overlapped scheduling off",
+              m.proposer->num_speculative_tokens(),
+              m.opts.speculative.source ? std::string("a scripted source")
+                                        : fmt::format("a {}-layer MTP assistant",
+                                                      m.opts.speculative.drafter->config().num_layers));
+  }
   m.outputs.eos_ids = m.opts.eos_token_ids.empty() ? m.model->config().eos_token_ids : m.opts.eos_token_ids;
   m.outputs.max_model_len = m.setup.max_model_len;
   m.outputs.backend = &m.model->backend();
@@ -314,11 +336,26 @@ bool Engine::Impl::run_one_step() {
   std::vector<RunnerOutput> outs = runner->collect();
   const auto collected = std::chrono::steady_clock::now();
   std::vector<StepOutputs::Finished> done = outputs.apply(cur.plan, outs);
+  for (size_t i = 0; i < cur.plan.size(); ++i)
+    if (outputs.accepted[i] > 0) sched->accept(cur.plan.seqs[i], outputs.accepted[i]);
   count_step(cur, collected, overlapped, done);
   for (auto& f : done) finish(f.seq, f.last.finish, "", &f.last);
+  if (proposer) draft_after(cur.plan, outs);
   // Sequences no launched step names any more.
   std::erase_if(retired, [&](const auto& r) { return r.first <= cur.index; });
   return true;
+}
+
+void Engine::Impl::draft_after(const StepPlan& plan, const std::vector<RunnerOutput>& outs) {
+  std::vector<DraftRequest> reqs;
+  for (size_t i = 0; i < plan.size(); ++i) {
+    Sequence* s = plan.seqs[i];
+    if (!plan.steps[i].sample || s->state != Sequence::State::Running) continue;
+    const int k = outputs.draft_budget(*s, proposer->num_speculative_tokens());
+    // The row that produced the newest token: the verify's first rejected row, or its bonus row.
+    if (k > 0) reqs.push_back({s, outs[i].hidden_row + outputs.accepted[i], k});
+  }
+  proposer->propose(reqs, runner->last_hidden(), cache);
 }
 
 void Engine::Impl::count_step(const Launched& cur, std::chrono::steady_clock::time_point collected, bool overlapped,
@@ -342,6 +379,10 @@ void Engine::Impl::count_step(const Launched& cur, std::chrono::steady_clock::ti
   stats.step_seconds[kind] += step_s;
   stats.overlapped_steps += overlapped ? 1 : 0;
   stats.discarded_tokens += discarded;
+  stats.spec_drafts = outputs.spec.rounds;
+  stats.spec_draft_tokens = outputs.spec.draft_tokens;
+  stats.spec_accepted_tokens = outputs.spec.accepted_tokens;
+  stats.spec_accepted_per_position = outputs.spec.accepted_per_position;
   stats.generation_tokens += outputs.last_generated;
   stats.prompt_tokens += outputs.last_prompt_tokens;
 }

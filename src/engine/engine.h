@@ -13,10 +13,21 @@
 
 #include "engine/request.h"
 #include "engine/request_validation.h"
+#include "model/gemma4_drafter.h"
 #include "model/gemma4_model.h"
 #include "model/model_config.h"
 
 namespace gs {
+
+class DraftSource;
+
+// Speculative decoding (vLLM's speculative_config): off unless a drafter (or a source) is given.
+struct SpeculativeOptions {
+  std::shared_ptr<Gemma4Drafter> drafter;  // the MTP assistant, bound to the engine's model, on its backend
+  int num_speculative_tokens = 3;          // K, drafts per round
+  std::shared_ptr<DraftSource> source;     // instead of the drafter: drafts from elsewhere (tests)
+  bool enabled() const { return drafter || source; }
+};
 
 // Field names follow vLLM / SGLang so the command-line flags read the same.
 struct EngineOptions {
@@ -36,6 +47,7 @@ struct EngineOptions {
   int cuda_graph_max_bs = 0;          // largest decode batch run from a graph; 0: max_num_seqs
   uint64_t seed = 0;                  // base of the per-request seeds of unseeded requests; 0: random
   std::vector<int> eos_token_ids;     // stop ids (generation_config.json); empty: the model config's
+  SpeculativeOptions speculative;
 };
 
 struct EngineStats {
@@ -58,6 +70,10 @@ struct EngineStats {
   double step_seconds[2] = {0, 0};
   uint64_t overlapped_steps = 0;  // steps launched while the step before them still ran
   uint64_t discarded_tokens = 0;  // tokens computed ahead for requests that had just finished
+  // Speculative decoding (vLLM's vllm:spec_decode_* counters): verify rounds, drafts verified,
+  // drafts accepted, and per draft position the rounds that accepted it.
+  uint64_t spec_drafts = 0, spec_draft_tokens = 0, spec_accepted_tokens = 0;
+  std::vector<uint64_t> spec_accepted_per_position;
 };
 
 class Engine {

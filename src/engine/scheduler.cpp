@@ -72,6 +72,7 @@ int Scheduler::choose_chunk(const Sequence& s, int budget, int logit_budget) con
 
 void Scheduler::preempt(Sequence* s, StepPlan& plan) {
   kv_.free(s->pages);
+  s->drafts.clear();
   s->num_computed = 0;
   s->state = Sequence::State::Waiting;
   s->num_preemptions++;
@@ -98,7 +99,13 @@ bool Scheduler::allocate_or_preempt(Sequence* s, int start, int end, StepPlan& p
   return true;
 }
 
-void Scheduler::add_chunk(Sequence* s, int q_len, StepPlan& plan, int& budget, int& logit_budget) {
+void Scheduler::add_chunk(Sequence* s, int q_len, StepPlan& plan, int& budget, int& logit_budget, int num_drafts) {
+  if (num_drafts > 0) {
+    s->tokens.insert(s->tokens.end(), s->drafts.begin(), s->drafts.begin() + num_drafts);
+    s->drafts_in_tokens = num_drafts;
+    q_len += num_drafts;
+  }
+  s->drafts.clear();  // verified now, or stale once the chunk changes what the sequence knows
   SequenceStep st;
   st.tokens = &s->tokens;
   st.start = s->num_computed;
@@ -107,8 +114,9 @@ void Scheduler::add_chunk(Sequence* s, int q_len, StepPlan& plan, int& budget, i
     st.page_table[g] = s->pages.table[g].empty() ? nullptr : &s->pages.table[g];
   st.mm_block = s->req.mm_block.empty() ? nullptr : &s->req.mm_block;
   st.sample = st.end() == int(s->tokens.size());  // it reaches the last known token
+  st.num_drafts = num_drafts;
   st.prompt_logprob_rows = prompt_logprob_rows(*s, st.start, st.end());
-  const int rows = st.prompt_logprob_rows + (st.sample ? 1 : 0);
+  const int rows = st.prompt_logprob_rows + st.sampled_rows();
   plan.seqs.push_back(s);
   plan.steps.push_back(st);
   plan.num_tokens += q_len;
@@ -133,8 +141,10 @@ StepPlan Scheduler::schedule() {
       if (budget <= 0) break;
       int n = choose_chunk(*s, budget, logit_budget);
       if (n == 0) continue;
-      if (!allocate_or_preempt(s, s->num_computed, s->num_computed + n, plan)) continue;
-      add_chunk(s, n, plan, budget, logit_budget);
+      // A decode with drafts verifies as many of them as the step's budgets leave room for.
+      const int k = decodes ? std::max(0, std::min({int(s->drafts.size()), budget - n, logit_budget - 1})) : 0;
+      if (!allocate_or_preempt(s, s->num_computed, s->num_computed + n + k, plan)) continue;
+      add_chunk(s, n, plan, budget, logit_budget, k);
     }
   }
 
@@ -180,10 +190,19 @@ void Scheduler::commit(const StepPlan& plan) {
     if (s->state == Sequence::State::Finished) continue;  // aborted while its step ran
     GS_CHECK(s->num_computed == st.start, "scheduler: '{}' moved from {} to {} during its step", s->req.id, st.start,
              s->num_computed);
-    s->num_computed += st.q_len;
+    s->num_computed += st.q_len - st.num_drafts;  // drafts count once accepted (accept())
     kv_.index_computed_pages(s->pages, s->tokens.data(), s->num_computed);
     kv_.release_out_of_window(s->pages, s->num_computed);
   }
+}
+
+void Scheduler::accept(Sequence* s, int accepted) {
+  if (s->state == Sequence::State::Finished || accepted <= 0) return;
+  GS_CHECK(s->num_computed + accepted <= int(s->tokens.size()), "scheduler: '{}' accepts {} drafts past its {} tokens",
+           s->req.id, accepted, s->tokens.size());
+  s->num_computed += accepted;
+  kv_.index_computed_pages(s->pages, s->tokens.data(), s->num_computed);
+  kv_.release_out_of_window(s->pages, s->num_computed);
 }
 
 void Scheduler::check_pages(const StepPlan* plan) const {

@@ -66,6 +66,9 @@ class Scheduler {
   // device): advances num_computed of every chunk, indexes completed pages in the prefix cache,
   // releases sliding pages that fell out of the window. Chunks of finished sequences are skipped.
   void commit(const StepPlan& plan);
+  // After a verify step's results: the sequence's `accepted` drafts join its computed tokens
+  // (commit() counted only the token before them).
+  void accept(Sequence* s, int accepted);
 
   const std::vector<Sequence*>& running() const { return running_; }
   const std::deque<Sequence*>& waiting() const { return waiting_; }
@@ -82,7 +85,7 @@ class Scheduler {
   int prompt_logprob_rows(const Sequence& s, int start, int end) const;
   bool allocate_or_preempt(Sequence* s, int start, int end, StepPlan& plan);
   void preempt(Sequence* s, StepPlan& plan);
-  void add_chunk(Sequence* s, int q_len, StepPlan& plan, int& budget, int& logit_budget);
+  void add_chunk(Sequence* s, int q_len, StepPlan& plan, int& budget, int& logit_budget, int num_drafts = 0);
 
   KvManager& kv_;
   SchedulerConfig cfg_;

@@ -41,7 +41,13 @@ struct Sequence {
   // samples in its row `pending_row`; -1 when every token is known.
   int pending_row = -1;
 
-  int num_generated() const { return int(tokens.size()) - prompt_len; }
+  // Speculative decoding: the drafter's proposals for the tokens after tokens.back(), verified by
+  // the sequence's next step; while that step runs they sit at the end of `tokens` (the verify
+  // chunk reads them there), counted by drafts_in_tokens.
+  std::vector<int> drafts;
+  int drafts_in_tokens = 0;
+
+  int num_generated() const { return int(tokens.size()) - drafts_in_tokens - prompt_len; }
   int remaining() const { return int(tokens.size()) - num_computed; }
   // Vision block id of token position p (-1 for text and for generated tokens).
   int mm_block(int p) const { return p < int(req.mm_block.size()) ? req.mm_block[p] : -1; }

@@ -4,6 +4,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "engine/speculative_verify.h"
 
 namespace gs {
 
@@ -91,6 +92,15 @@ FinishReason StepOutputs::finish_reason(const Sequence& s) const {
   return FinishReason::None;
 }
 
+int StepOutputs::draft_budget(const Sequence& s, int k) const {
+  const SamplingParams& sp = s.req.sampling;
+  // Every verify row must sample as decode would with the same adjustments: no counts-based
+  // penalties, and min_tokens' bans over already.
+  if (needs_counts(sp) || s.num_generated() < sp.min_tokens) return 0;
+  // A verify of k drafts emits up to k + 1 tokens and writes positions up to tokens.size() - 1 + k.
+  return std::max(0, std::min({k, sp.max_tokens - s.num_generated() - 1, max_model_len - int(s.tokens.size())}));
+}
+
 bool StepOutputs::can_run_ahead(const Sequence& s) const {
   const SamplingParams& sp = s.req.sampling;
   if (needs_counts(sp)) return false;
@@ -100,6 +110,7 @@ bool StepOutputs::can_run_ahead(const Sequence& s) const {
 std::vector<StepOutputs::Finished> StepOutputs::apply(const StepPlan& plan, const std::vector<RunnerOutput>& outs) {
   GS_CHECK(outs.size() == plan.size(), "engine: {} runner outputs for {} sequence steps", outs.size(), plan.size());
   std::vector<Finished> done;
+  accepted.assign(plan.size(), 0);
   last_generated = 0;
   last_prompt_tokens = 0;
   for (size_t i = 0; i < plan.size(); ++i) {
@@ -115,18 +126,38 @@ std::vector<StepOutputs::Finished> StepOutputs::apply(const StepPlan& plan, cons
       lp.top = o.prompt_top[r];
     }
     if (!c.sample) continue;
-    if (s.pending_row >= 0) {
-      s.tokens.back() = o.token;  // the placeholder the next step was scheduled with
-      s.pending_row = -1;
-    } else {
-      s.tokens.push_back(o.token);
+    // The emitted tokens: the sampled one, or for a verify the accepted drafts and the target's
+    // correction or bonus (speculative_verify.h).
+    std::vector<int> emitted = {o.tokens.at(0)};
+    if (c.num_drafts > 0) {
+      const std::vector<int> drafts(s.tokens.end() - c.num_drafts, s.tokens.end());
+      s.tokens.resize(s.tokens.size() - size_t(c.num_drafts));
+      s.drafts_in_tokens = 0;
+      DraftVerdict v = verify_drafts(drafts, o.tokens);
+      emitted = std::move(v.tokens);
+      accepted[i] = v.accepted;
+      spec.rounds++;
+      spec.draft_tokens += uint64_t(c.num_drafts);
+      spec.accepted_tokens += uint64_t(v.accepted);
+      if (spec.accepted_per_position.size() < size_t(c.num_drafts)) spec.accepted_per_position.resize(size_t(c.num_drafts));
+      for (int k = 0; k < v.accepted; ++k) spec.accepted_per_position[size_t(k)]++;
     }
-    s.output_counts[o.token]++;
-    ++last_generated;
-
     RequestOutput out;
-    out.new_tokens = {o.token};
-    if (s.req.sampling.logprobs >= 0) out.logprobs.push_back(TokenLogprob{o.token, o.logprob, o.top});
+    FinishReason finish = FinishReason::None;
+    for (size_t j = 0; j < emitted.size() && finish == FinishReason::None; ++j) {
+      const int token = emitted[j];
+      if (s.pending_row >= 0) {
+        s.tokens.back() = token;  // the placeholder the next step was scheduled with
+        s.pending_row = -1;
+      } else {
+        s.tokens.push_back(token);
+      }
+      s.output_counts[token]++;
+      ++last_generated;
+      out.new_tokens.push_back(token);
+      if (s.req.sampling.logprobs >= 0) out.logprobs.push_back(TokenLogprob{token, o.logprobs[j], o.top[j]});
+      finish = finish_reason(s);  // a stop token or the length ends the run: later tokens are dropped
+    }
     if (!s.first_output_sent) {
       s.first_output_sent = true;
       last_prompt_tokens += s.prompt_len;
@@ -138,7 +169,7 @@ std::vector<StepOutputs::Finished> StepOutputs::apply(const StepPlan& plan, cons
     out.prompt_tokens = s.prompt_len;
     out.cached_prompt_tokens = s.cached_prompt_tokens;
     out.completion_tokens = s.num_generated();
-    out.finish = finish_reason(s);
+    out.finish = finish;
     if (out.finish == FinishReason::None)
       s.req.output->push(std::move(out));
     else

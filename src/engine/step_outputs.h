@@ -3,6 +3,7 @@
 // penalties), and the runner's outputs folded back into the sequences (new token, penalty counts,
 // log-probabilities, finish rules) and pushed to each request's OutputChannel.
 #pragma once
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -18,6 +19,12 @@ struct StepOutputs {
 
   // Counters of the last apply().
   int last_generated = 0;
+  std::vector<int> accepted;   // drafts accepted by each of the plan's steps (0 unless it verified)
+  // Speculative decoding since the start (vLLM's spec_decode counters).
+  struct SpecCounters {
+    uint64_t rounds = 0, draft_tokens = 0, accepted_tokens = 0;
+    std::vector<uint64_t> accepted_per_position;  // [k]: rounds whose draft k+1 was accepted
+  } spec;
   int last_prompt_tokens = 0;  // prompts that finished prefill (counted once per request)
 
   // Fills the sampling fields of the plan's steps; the plan must outlive the runner's launch() of
@@ -38,6 +45,8 @@ struct StepOutputs {
   bool can_run_ahead(const Sequence& s) const;
   // The logit adjustments of s's next sampled token (empty when it has none).
   LogitAdjustRow logit_adjustments(Sequence& s);
+  // How many of k drafts s's next step may verify (0: it decodes one token as usual).
+  int draft_budget(const Sequence& s, int k) const;
   // Whether s's sampling reads the counts of its generated tokens (penalties).
   static bool needs_counts(const SamplingParams& sp);
 

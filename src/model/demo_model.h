@@ -1,5 +1,6 @@
 // The built-in demo model: a tiny Gemma-4 (the `demo` preset) with random weights, its own small
-// tokenizer and chat template, created on first use so `gemmaserve serve` works with no download.
+// tokenizer and chat template, created on first use so `gemmaserve serve` works with no download;
+// and its MTP drafter (`demo-assistant`), for speculative decoding with no download either.
 // Also writes any preset as a checkpoint directory (`gemmaserve make-model`).
 #pragma once
 #include <string>
@@ -14,11 +15,12 @@ namespace gs {
 ModelConfig write_preset_checkpoint(const std::string& preset, const std::string& dir,
                                     const RandomCheckpointOptions& opts);
 
-// Where the built-in demo model lives: $GEMMASERVE_HOME/demo, else ~/.cache/gemmaserve/demo.
-std::string default_demo_dir();
-// Creates the demo checkpoint in default_demo_dir() (or `dir`) unless it is already complete and
-// current; returns its directory. Safe against concurrent callers: the files are written to a
-// scratch directory and renamed into place.
-std::string ensure_demo_checkpoint(const std::string& dir = "");
+// Where a built-in demo model lives: $GEMMASERVE_HOME/<preset>, else ~/.cache/gemmaserve/<preset>.
+std::string default_demo_dir(const std::string& preset = "demo");
+// Creates the checkpoint of `preset` ("demo", or "demo-assistant": an MTP drafter for it) in
+// default_demo_dir() (or `dir`) unless it is already complete and current; returns its directory.
+// Safe against concurrent callers: the files are written to a scratch directory and renamed into
+// place.
+std::string ensure_demo_checkpoint(const std::string& dir = "", const std::string& preset = "demo");
 
 }  // namespace gs

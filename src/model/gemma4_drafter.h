@@ -31,6 +31,7 @@ class Gemma4Drafter {
   Gemma4Drafter(ModelConfig cfg, ModelWeights weights, const Gemma4Model& target, Backend& backend);
 
   const ModelConfig& config() const { return cfg_; }
+  Backend& backend() { return be_; }
   // Sizes the workspace for up to max_rows sequences drafted together; step() never allocates.
   void reserve(int max_rows);
 

@@ -28,7 +28,7 @@ GenerationConfig dummy_generation_config(const std::string& model) {
 
 // The checkpoint directory whose weights `auto` reads.
 std::string checkpoint_dir(const ModelSpec& spec) {
-  if (spec.is_demo()) return model_location(spec);
+  if (spec.is_demo() || spec.model == "demo-assistant") return model_location(spec);
   GS_CHECK(!is_preset(spec.model) || fs::is_directory(spec.model),
            "--model {}: a preset has no weights on disk; add --load-format dummy for random weights", spec.model);
   return spec.model;
@@ -36,7 +36,11 @@ std::string checkpoint_dir(const ModelSpec& spec) {
 
 }  // namespace
 
-std::string model_location(const ModelSpec& spec) { return spec.is_demo() ? ensure_demo_checkpoint() : spec.model; }
+std::string model_location(const ModelSpec& spec) {
+  if (spec.is_demo()) return ensure_demo_checkpoint();
+  if (spec.model == "demo-assistant") return ensure_demo_checkpoint("", "demo-assistant");
+  return spec.model;
+}
 
 LoadFormat parse_load_format(const std::string& s) {
   if (s == "auto") return LoadFormat::Auto;

@@ -1,6 +1,7 @@
 // What `--model` and `--load-format` mean, decided once for every command (serve, run, logits,
 // bench-decode, inspect):
 //   (empty) or demo   the built-in demo model: its checkpoint, written on first use
+//   demo-assistant    the demo's MTP drafter (--speculative-model), written on first use too
 //   a preset name     dummy weights of that shape (presets.h); needs --load-format dummy
 //   a directory       a Hugging Face checkpoint: its weights (auto) or dummy weights of its config
 #pragma once

@@ -153,7 +153,7 @@ const DemoVocab& demo_vocab() {
 }
 
 const std::vector<std::string>& preset_names() {
-  static const std::vector<std::string> names = {"demo",          "e2b",           "e4b",
+  static const std::vector<std::string> names = {"demo",          "demo-assistant", "e2b",           "e4b",
                                                  "26b-a4b",       "31b",           "e2b-assistant",
                                                  "e4b-assistant", "26b-a4b-assistant", "31b-assistant"};
   return names;
@@ -165,7 +165,7 @@ bool is_preset(const std::string& name) {
   return false;
 }
 
-bool preset_is_real_size(const std::string& name) { return name != "demo"; }
+bool preset_is_real_size(const std::string& name) { return name != "demo" && name != "demo-assistant"; }
 
 std::string preset_target(const std::string& name) {
   const std::string suffix = "-assistant";
@@ -205,6 +205,18 @@ json preset_config_json(const std::string& name) {
     s.bidirectional = "vision";
     return multimodal_wrapper(text_config(s), it_eos);
   }
+  if (name == "demo-assistant") {
+    // A drafter for the demo model: four Q-only layers over its KV, the dense head.
+    const DemoVocab& v = demo_vocab();
+    json a = assistant(128, 64, 128, 2, 1, 0, false, 64, false);
+    a["text_config"]["vocab_size"] = v.vocab_size;
+    a["text_config"]["max_position_embeddings"] = 4096;
+    a["text_config"]["pad_token_id"] = v.pad_id;
+    a["text_config"]["bos_token_id"] = v.bos_id;
+    a["text_config"]["eos_token_id"] = v.eos_id;
+    a["eos_token_id"] = {v.eos_id, v.end_of_turn_id};
+    return a;
+  }
   if (name == "e2b-assistant") return assistant(1536, 256, 2048, 4, 1, 0, false, 512, true);
   if (name == "e4b-assistant") return assistant(2560, 256, 2048, 4, 2, 0, false, 512, true);
   if (name == "26b-a4b-assistant") return assistant(2816, 1024, 8192, 16, 8, 2, true, 1024, false);
@@ -217,7 +229,7 @@ json preset_config_json(const std::string& name) {
 json preset_generation_config_json(const std::string& name) {
   json cfg = preset_config_json(name);
   std::vector<int> eos = cfg["eos_token_id"].get<std::vector<int>>();
-  if (name != "demo" && preset_target(name).empty()) eos.push_back(50);  // <|tool_response>, §7
+  if (preset_is_real_size(name) && preset_target(name).empty()) eos.push_back(50);  // <|tool_response>, §7
   return {{"do_sample", true},     {"temperature", 1.0}, {"top_k", 64},
           {"top_p", 0.95},         {"eos_token_id", eos}, {"bos_token_id", cfg.contains("text_config") ? cfg["text_config"].value("bos_token_id", 2) : 2},
           {"pad_token_id", cfg.contains("text_config") ? cfg["text_config"].value("pad_token_id", 0) : 0}};

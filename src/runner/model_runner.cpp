@@ -65,7 +65,9 @@ void ModelRunner::launch(const std::vector<SequenceStep>& seqs) {
       ids.back() = 0;  // overwritten on the device before the forward reads it
       feedback.push_back({row0 + s.q_len - 1, s.feedback_row});
     }
-    if (s.sample) sampled_rows.push_back(row0 + s.q_len - 1);
+    GS_CHECK(s.num_drafts >= 0 && s.num_drafts < s.q_len && (s.num_drafts == 0 || s.sample),
+             "model runner: chunk {} verifies {} drafts in {} rows", i, s.num_drafts, s.q_len);
+    for (int r = s.q_len - s.sampled_rows(); r < s.q_len; ++r) sampled_rows.push_back(row0 + r);
     for (int r = 0; r < s.prompt_logprob_rows; ++r) prompt_rows.push_back(row0 + r);
     if (s.sample || s.prompt_logprob_rows) st.top_n = std::max(st.top_n, std::min(s.logprobs, kMaxTopLogprobs));
   }
@@ -80,7 +82,8 @@ void ModelRunner::launch(const std::vector<SequenceStep>& seqs) {
 
   // The previous step's sampled ids stay in out_ids_ until this step's sampling overwrites them:
   // the feedback copy is enqueued before that, and the previous step's host copy before both.
-  const bool decode_only = st.num_prompt_rows == 0 && st.num_sampled == int(seqs.size());
+  const bool decode_only = st.num_prompt_rows == 0 && st.num_sampled == int(seqs.size()) &&
+                           std::all_of(seqs.begin(), seqs.end(), [](const SequenceStep& s) { return s.q_len == 1; });
   if (graphs_ && decode_only && graphs_->accepts(seqs)) {
     // Sampled rows are 0..n-1 in sequence order, as the graph's logits rows are.
     st.fwd = graphs_->forward(seqs, ids, out_ids_, feedback);
@@ -111,9 +114,13 @@ void ModelRunner::enqueue_sampling(Launched& st) {
   std::vector<LogitAdjustRow> adjust;
   bool any_adjust = false;
   for (const SequenceStep& s : st.seqs) {
-    if (!s.sample) continue;
-    sampling.push_back(s.sampling);
-    adjust.push_back(s.adjust ? *s.adjust : LogitAdjustRow{});
+    // A verify's rows draw the tokens at indices step, step + 1, ... as decode steps would.
+    for (int r = 0; r < s.sampled_rows(); ++r) {
+      SamplingRow row = s.sampling;
+      row.step += uint64_t(r);
+      sampling.push_back(row);
+      adjust.push_back(s.adjust ? *s.adjust : LogitAdjustRow{});
+    }
     any_adjust |= s.adjust && !s.adjust->empty();
   }
   // Bias, bans and penalties shape the distribution that is sampled and reported, as in vLLM.
@@ -179,12 +186,13 @@ std::vector<RunnerOutput> ModelRunner::collect() {
   for (size_t i = 0; i < st.seqs.size(); ++i) {
     const SequenceStep& s = st.seqs[i];
     RunnerOutput& o = out[i];
-    if (s.sample) {
-      o.token = ids[si];
-      o.logprob = lps[si];
+    if (s.sample) o.hidden_row = si;
+    for (int r = 0; r < s.sampled_rows(); ++r, ++si) {
+      o.tokens.push_back(ids[si]);
+      o.logprobs.push_back(lps[si]);
+      o.top.emplace_back();
       for (int j = 0; j < std::min(s.logprobs, top_n); ++j)
-        o.top.push_back({top_ids[size_t(si) * top_n + j], top_lps[size_t(si) * top_n + j]});
-      ++si;
+        o.top.back().push_back({top_ids[size_t(si) * top_n + j], top_lps[size_t(si) * top_n + j]});
     }
     for (int r = 0; r < s.prompt_logprob_rows; ++r, ++pi) {
       int target = (*s.tokens)[s.start + r + 1];
@@ -194,7 +202,8 @@ std::vector<RunnerOutput> ModelRunner::collect() {
                         &o.prompt_logprobs.back(), &o.prompt_top.back());
     }
   }
-  GS_CHECK(si == n, "model runner: {} sampled rows for {} sampling chunks", n, si);
+  GS_CHECK(si == n, "model runner: {} sampled rows, the chunks name {}", n, si);
+  last_hidden_ = st.fwd.hidden;
   return out;
 }
 

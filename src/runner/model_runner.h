@@ -33,9 +33,12 @@
 namespace gs {
 
 struct RunnerOutput {
-  int token = -1;                              // when sampled
-  float logprob = 0.f;
-  std::vector<std::pair<int, float>> top;      // top-n alternatives when asked
+  // One per sampled row (SequenceStep::sampled_rows(): one, or 1 + num_drafts for a verify), in
+  // row order: the token drawn, its logprob, the top-n alternatives when asked.
+  std::vector<int> tokens;
+  std::vector<float> logprobs;
+  std::vector<std::vector<std::pair<int, float>>> top;
+  int hidden_row = -1;  // row of last_hidden() holding the first sampled row's final-normed state
   // One per prompt-logprob row: logprob of tokens[p + 1] and the top-n of that row.
   std::vector<float> prompt_logprobs;
   std::vector<std::vector<std::pair<int, float>>> prompt_top;
@@ -57,6 +60,9 @@ class ModelRunner {
   int steps_in_flight() const { return int(inflight_.size()); }
   // The outputs of the oldest launched step, one per SequenceStep.
   std::vector<RunnerOutput> collect();
+  // The final-normed hidden states [rows, H] of the last collected step's logit rows (sampled rows
+  // first, as RunnerOutput::hidden_row counts them): a drafter's seeds. Valid until the next launch().
+  const Tensor& last_hidden() const { return last_hidden_; }
   // After a failed step: waits for whatever was enqueued and forgets every launched step.
   void reset();
 
@@ -75,6 +81,7 @@ class ModelRunner {
   Tensor ids_, logit_rows_, out_ids_, out_logprobs_, top_ids_, top_logprobs_;
   std::unique_ptr<DecodeGraphs> graphs_;
   Counters counters_;
+  Tensor last_hidden_;
 
   // Pinned host copies of one step's sampled results; two, so a step can be launched while the
   // one before it still owns its copies.

@@ -26,6 +26,9 @@ struct SequenceStep {
   // What its rows give.
   int prompt_logprob_rows = 0;  // rows [start, start + n): the logprob of the token after each
   bool sample = false;          // the last row samples the sequence's next token
+  // A speculative verify: the chunk ends with this many draft tokens, and its last 1 + num_drafts
+  // rows are all sampled (row i with sampling.step + i), each scoring the token after its own.
+  int num_drafts = 0;
   SamplingRow sampling;         // seed and step already set
   // Bias, bans and penalties of the sampled row (Backend::adjust_logits), or null when none; read
   // during ModelRunner::launch() only.
@@ -36,6 +39,7 @@ struct SequenceStep {
   int feedback_row = -1;
 
   int end() const { return start + q_len; }
+  int sampled_rows() const { return sample ? 1 + num_drafts : 0; }
   int kv_len() const { return start + (write_kv ? q_len : 0); }  // cached tokens once the step ran
   // The vision block of row r (-1: text, or no block map).
   int mm_block_of_row(int r) const {

@@ -95,6 +95,18 @@ std::string ServerMetrics::render(const EngineStats& s) const {
   metric(out, "gemmaserve_discarded_tokens_total", "counter",
          "Tokens computed ahead for requests that had just finished (the cost of overlapped scheduling).");
   out += fmt::format("gemmaserve_discarded_tokens_total {}\n", s.discarded_tokens);
+  // Speculative decoding, under vLLM's names (bench reads them for the mean acceptance length).
+  metric(out, "vllm:spec_decode_num_drafts_total", "counter", "Speculative rounds verified (one per sequence per step).");
+  out += fmt::format("vllm:spec_decode_num_drafts_total {}\n", s.spec_drafts);
+  metric(out, "vllm:spec_decode_num_draft_tokens_total", "counter", "Draft tokens verified.");
+  out += fmt::format("vllm:spec_decode_num_draft_tokens_total {}\n", s.spec_draft_tokens);
+  metric(out, "vllm:spec_decode_num_accepted_tokens_total", "counter", "Draft tokens accepted.");
+  out += fmt::format("vllm:spec_decode_num_accepted_tokens_total {}\n", s.spec_accepted_tokens);
+  metric(out, "vllm:spec_decode_num_accepted_tokens_per_pos", "counter",
+         "Rounds that accepted the draft at each position (0: the first draft).");
+  for (size_t k = 0; k < s.spec_accepted_per_position.size(); ++k)
+    out += fmt::format("vllm:spec_decode_num_accepted_tokens_per_pos{{position=\"{}\"}} {}\n", k,
+                       s.spec_accepted_per_position[k]);
 
   ttft_.render(out, "gemmaserve_time_to_first_token_seconds", "Time from request arrival to its first token.");
   itl_.render(out, "gemmaserve_inter_token_latency_seconds", "Time between consecutive tokens of a request.");

@@ -23,6 +23,13 @@ std::optional<std::string> format_stats_line(const EngineStats& prev, const Engi
     const uint64_t n = cur.steps_of_kind[k] - prev.steps_of_kind[k];
     if (n > 0) line += fmt::format(", {} step {:.2f} ms", kinds[k], 1e3 * (cur.step_seconds[k] - prev.step_seconds[k]) / double(n));
   }
+  const uint64_t rounds = cur.spec_drafts - prev.spec_drafts;
+  if (rounds > 0) {
+    const double accepted = double(cur.spec_accepted_tokens - prev.spec_accepted_tokens);
+    const double drafted = double(cur.spec_draft_tokens - prev.spec_draft_tokens);
+    line += fmt::format(", accept length {:.2f} (drafts accepted {:.1f}%)", 1.0 + accepted / double(rounds),
+                        pct(accepted, drafted));
+  }
   const uint64_t preempted = cur.preemptions - prev.preemptions;
   if (preempted > 0) line += fmt::format(", {} preempted", preempted);
   return line;

@@ -99,7 +99,7 @@ TEST_F(Cli, MakeModelRefusesRealSizesAndUnknownNames) {
   EXPECT_FALSE(std::filesystem::exists(dir / "x/model.safetensors"));
   r = gemmaserve("make-model --preset gemma-7b --out " + (dir / "x"));
   EXPECT_NE(r.rc, 0);
-  EXPECT_THAT(r.out, HasSubstr("known presets: demo, e2b"));
+  EXPECT_THAT(r.out, HasSubstr("known presets: demo, demo-assistant, e2b"));
   r = gemmaserve("make-model --preset demo --dtype fp8 --out " + (dir / "x"));
   EXPECT_THAT(r.out, HasSubstr("--dtype 'fp8'"));
 }

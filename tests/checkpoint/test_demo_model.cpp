@@ -64,7 +64,23 @@ TEST(DemoModel, DefaultDirectoryFollowsGemmaserveHome) {
 }
 
 TEST(DemoModel, RealSizePresetsAreNotWrittenByAccident) {
-  for (const std::string& name : preset_names()) EXPECT_EQ(preset_is_real_size(name), name != "demo") << name;
+  for (const std::string& name : preset_names())
+    EXPECT_EQ(preset_is_real_size(name), name != "demo" && name != "demo-assistant") << name;
+}
+
+// The demo's drafter: written on first use beside the demo, an MTP assistant over the demo's
+// vocabulary that binds to the demo's caches.
+TEST(DemoModel, DemoAssistantDraftsForTheDemo) {
+  TempDir dir;
+  const std::string a = ensure_demo_checkpoint(dir.path() + "/demo-assistant", "demo-assistant");
+  const std::string d = ensure_demo_checkpoint(dir.path() + "/demo");
+  ModelConfig acfg = ModelConfig::from_file(a + "/config.json");
+  const ModelConfig dcfg = ModelConfig::from_file(d + "/config.json");
+  EXPECT_TRUE(acfg.is_assistant);
+  EXPECT_EQ(acfg.vocab_size, dcfg.vocab_size);
+  EXPECT_NO_THROW(acfg.bind_assistant_to(dcfg));
+  EXPECT_FALSE(fs::exists(a + "/tokenizer.json"));  // the demo's tokenizer serves both
+  EXPECT_EQ(ensure_demo_checkpoint(dir.path() + "/demo-assistant", "demo-assistant"), a);  // current: kept
 }
 
 // With the CPU backend: the demo checkpoint loads, and dummy weights drawn on the device equal the

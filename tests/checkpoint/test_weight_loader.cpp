@@ -29,7 +29,8 @@ std::string bytes_of(const TensorRef& t) { return std::string(reinterpret_cast<c
 std::vector<std::pair<std::string, const Tensor*>> all_tensors(const ModelWeights& w) {
   std::vector<std::pair<std::string, const Tensor*>> out = {
       {"embed", &w.embed},           {"final_norm", &w.final_norm},         {"ple_table", &w.ple_table},
-      {"ple_model_proj", &w.ple_model_proj}, {"ple_proj_norm", &w.ple_proj_norm}, {"pre_projection", &w.pre_projection},
+      {"ple_model_proj", &w.ple_model_proj}, {"ple_proj_norm", &w.ple_proj_norm}, {"pre_projection_embed", &w.pre_projection_embed},
+      {"pre_projection_hidden", &w.pre_projection_hidden},
       {"post_projection", &w.post_projection}, {"centroids", &w.centroids},   {"token_ordering", &w.token_ordering}};
   for (size_t i = 0; i < w.layers.size(); ++i) {
     const LayerWeights& l = w.layers[i];
@@ -236,7 +237,17 @@ TEST(WeightLoader, AssistantWithCentroidHead) {
   auto ckpt = Checkpoint::open(dir.path());
   FakeBackend be;
   ModelWeights w = load_weights(*ckpt, cfg, be);
-  EXPECT_EQ(w.pre_projection.shape, (Shape{16, 64}));
+  // pre_projection [16, 64] arrives as its two column halves, byte for byte.
+  ASSERT_EQ(w.pre_projection_embed.shape, (Shape{16, 32}));
+  ASSERT_EQ(w.pre_projection_hidden.shape, (Shape{16, 32}));
+  const TensorRef& pre = ckpt->tensor("pre_projection.weight");
+  const size_t half = 32 * dtype_size(pre.dtype);
+  ASSERT_EQ(w.pre_projection_embed.dtype, pre.dtype);
+  for (int r = 0; r < 16; ++r) {
+    const std::string row(reinterpret_cast<const char*>(pre.data) + r * 2 * half, 2 * half);
+    EXPECT_EQ(bytes_of(w.pre_projection_embed).substr(r * half, half), row.substr(0, half)) << "row " << r;
+    EXPECT_EQ(bytes_of(w.pre_projection_hidden).substr(r * half, half), row.substr(half)) << "row " << r;
+  }
   EXPECT_EQ(w.post_projection.shape, (Shape{32, 16}));
   EXPECT_EQ(w.centroids.shape, (Shape{8, 16}));
   ASSERT_EQ(w.token_ordering.dtype, DType::I32);

@@ -194,18 +194,18 @@ TEST_F(DecodeGraphsTest, RunnerUsesGraphsOnlyForDecodeSteps) {
   for (int g = 0; g < kNumKvGroups; ++g)
     if (!tables[g].empty()) s.page_table[g] = &tables[g];
   runner.launch({s});
-  tokens.push_back(runner.collect()[0].token);
+  tokens.push_back(runner.collect()[0].tokens.at(0));
   for (int i = 0; i < 5; ++i) {  // decode: the first step captures, the rest replay
     s.start = int(tokens.size()) - 1;
     s.q_len = 1;
     runner.launch({s});
-    tokens.push_back(runner.collect()[0].token);
+    tokens.push_back(runner.collect()[0].tokens.at(0));
   }
   s.start = int(tokens.size()) - 1;
   s.prompt_logprob_rows = 0;
   s.logprobs = 3;  // top logprobs still come from a graph step
   runner.launch({s});
-  EXPECT_EQ(runner.collect()[0].top.size(), 3u);
+  EXPECT_EQ(runner.collect()[0].top.at(0).size(), 3u);
   const ModelRunner::Counters c = runner.counters();
   EXPECT_EQ(c.eager_steps, 1u);
   EXPECT_EQ(c.graph_steps, 6u);
@@ -245,7 +245,7 @@ TEST_F(DecodeGraphsTest, OverlappedStepsFeedSampledIdsOnTheDevice) {
       std::vector<RunnerOutput> out = runner.collect();
       batch.clear();
       for (int s = 0; s < n; ++s) {
-        serial[size_t(s)].push_back(out[size_t(s)].token);
+        serial[size_t(s)].push_back(out[size_t(s)].tokens.at(0));
         batch.push_back(seq(serial[size_t(s)], s, int(serial[size_t(s)].size()) - 1, 1));
       }
     }
@@ -277,7 +277,7 @@ TEST_F(DecodeGraphsTest, OverlappedStepsFeedSampledIdsOnTheDevice) {
       std::vector<RunnerOutput> out = runner.collect();
       // The collected step's tokens: the placeholders the step in flight was launched with.
       for (int s = 0; s < n; ++s) {
-        const int tok = out[size_t(k == 1 ? s : n - 1 - s)].token;
+        const int tok = out[size_t(k == 1 ? s : n - 1 - s)].tokens.at(0);
         if (k <= steps)
           ahead[size_t(s)].back() = tok;
         else

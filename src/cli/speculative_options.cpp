@@ -1,0 +1,66 @@
+#include "cli/speculative_options.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace gs::cli {
+
+void add_speculative_options(CLI::App& app, SpeculativeFlags& f) {
+  app.add_option("--speculative-model", f.model,
+                 "Speculative decoding: the Gemma-4 MTP assistant (Gemma4AssistantForCausalLM) that drafts for "
+                 "--model, a directory, or with --load-format dummy a preset such as e2b-assistant. Outputs are "
+                 "distributed exactly as without it (greedy: identical)");
+  app.add_option("--num-speculative-tokens", f.num_tokens, "Draft tokens per round (default 3)")
+      ->check(CLI::Range(1, 16));
+  app.add_option("--speculative-config", f.config,
+                 "vLLM's form of the two above: '{\"method\": \"gemma4_mtp\", \"model\": DIR, "
+                 "\"num_speculative_tokens\": K}'");
+}
+
+SpeculativeChoice resolve_speculative(const SpeculativeFlags& f) {
+  SpeculativeChoice c;
+  c.model = f.model;
+  if (f.num_tokens > 0) c.num_tokens = f.num_tokens;
+  if (!f.config.empty()) {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(f.config);
+    } catch (const std::exception& e) {
+      throw Error("--speculative-config: not JSON: {}", e.what());
+    }
+    if (!j.is_object()) throw Error("--speculative-config: expected a JSON object, got {}", j.dump());
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const std::string& key = it.key();
+      if (key == "method") {
+        const std::string m = it->is_string() ? it->get<std::string>() : "";
+        if (m != "gemma4_mtp" && m != "mtp")
+          throw Error("--speculative-config: method {} is not supported (gemma4_mtp: a Gemma-4 MTP assistant)",
+                      it->dump());
+      } else if (key == "model") {
+        if (!it->is_string() || it->get<std::string>().empty())
+          throw Error("--speculative-config: model must be a non-empty string, got {}", it->dump());
+        const std::string m = it->get<std::string>();
+        if (!f.model.empty() && f.model != m)
+          throw Error("--speculative-config names model {} but --speculative-model {}", m, f.model);
+        c.model = m;
+      } else if (key == "num_speculative_tokens") {
+        if (!it->is_number_integer() || it->get<int64_t>() < 1 || it->get<int64_t>() > 16)
+          throw Error("--speculative-config: num_speculative_tokens must be an integer in [1, 16], got {}", it->dump());
+        const int k = it->get<int>();
+        if (f.num_tokens > 0 && f.num_tokens != k)
+          throw Error("--speculative-config says num_speculative_tokens {} but --num-speculative-tokens {}", k,
+                      f.num_tokens);
+        c.num_tokens = k;
+      } else {
+        throw Error("--speculative-config: unknown key '{}' (method, model, num_speculative_tokens)", key);
+      }
+    }
+    if (c.model.empty()) throw Error("--speculative-config: no model (the MTP assistant)");
+  }
+  if (c.model.empty() && f.num_tokens > 0)
+    throw Error("--num-speculative-tokens needs --speculative-model (the assistant that drafts)");
+  return c;
+}
+
+}  // namespace gs::cli

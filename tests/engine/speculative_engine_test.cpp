@@ -1,0 +1,218 @@
+// Speculative decoding in the serving loop, on the cpu backend with the target + assistant pairs of
+// fixtures/draft_golden: greedy output with the drafter equals greedy output without it, request
+// by request, with chunked prefill, prefix hits, preemption, stop tokens and length limits in the
+// mix; rounds are counted under vLLM's names, and every page comes back.
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <map>
+#include <random>
+
+#include "checkpoint/checkpoint.h"
+#include "engine/draft_proposer.h"
+#include "engine/engine.h"
+#include "engine_results.h"
+#include "kernels/cpu/cpu_backend.h"
+#include "model/weight_loader.h"
+
+namespace gs {
+namespace {
+
+struct Pair {
+  std::unique_ptr<Backend> backend;
+  std::shared_ptr<Gemma4Model> target;
+  std::shared_ptr<Gemma4Drafter> drafter;
+};
+
+Pair load_pair(const std::string& name) {
+  const std::string dir = std::string(GS_SOURCE_DIR) + "/fixtures/draft_golden/" + name;
+  Pair p;
+  p.backend = make_cpu_backend(1);
+  auto tck = Checkpoint::open(dir + "/target");
+  ModelConfig tcfg = ModelConfig::from_json(tck->config_json());
+  p.target = std::make_shared<Gemma4Model>(tcfg, load_weights(*tck, tcfg, *p.backend), *p.backend);
+  auto ack = Checkpoint::open(dir + "/assistant");
+  ModelConfig acfg = ModelConfig::from_json(ack->config_json());
+  ModelWeights aw = load_weights(*ack, acfg, *p.backend);
+  acfg.bind_assistant_to(tcfg);
+  p.drafter = std::make_shared<Gemma4Drafter>(acfg, std::move(aw), *p.target, *p.backend);
+  return p;
+}
+
+struct Workload {
+  std::vector<GenerationRequest> requests;
+};
+
+// Prompts of 2..60 tokens (past the sliding windows), some sharing a prefix, some ending on EOS
+// when it is drawn, lengths from 1 to 24 new tokens.
+Workload make_workload(int n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  Workload w;
+  std::vector<int> shared(20);
+  for (int& t : shared) t = 3 + int(rng() % 500);
+  for (int i = 0; i < n; ++i) {
+    GenerationRequest r;
+    r.id = "r" + std::to_string(i);
+    const int len = 2 + int(rng() % 59);
+    if (i % 3 == 0) r.prompt.assign(shared.begin(), shared.end());
+    while (int(r.prompt.size()) < len) r.prompt.push_back(3 + int(rng() % 500));
+    r.sampling.temperature = 0;
+    r.sampling.max_tokens = 1 + int(rng() % 24);
+    r.sampling.ignore_eos = i % 2 == 0;
+    r.sampling.logprobs = 2;  // tie_divergence() reads the top 2
+    w.requests.push_back(r);
+  }
+  return w;
+}
+
+std::map<std::string, Result> run(Pair& p, const Workload& w, EngineOptions o, EngineStats* stats = nullptr) {
+  Engine engine(p.target, o);
+  engine.start();
+  std::map<std::string, std::shared_ptr<OutputChannel>> channels;
+  for (GenerationRequest r : w.requests) {
+    r.output = std::make_shared<OutputChannel>();
+    channels[r.id] = r.output;
+    const auto res = engine.submit(r);
+    EXPECT_TRUE(res.ok) << res.error;
+  }
+  std::map<std::string, Result> out;
+  for (auto& [id, ch] : channels) out[id] = drain(*ch);
+  // The last output is pushed after the pages are freed (engine.h): nothing may be held now.
+  const EngineStats s = engine.stats();
+  EXPECT_EQ(s.pages_used[0] + s.pages_used[1], 0);
+  if (stats) *stats = s;
+  engine.stop();
+  return out;
+}
+
+EngineOptions options(int max_num_seqs, int batched_tokens, size_t kv_bytes) {
+  EngineOptions o;
+  o.max_num_seqs = max_num_seqs;
+  o.max_num_batched_tokens = batched_tokens;
+  o.max_model_len = 128;
+  o.page_size = 4;
+  o.kv_cache_memory_bytes = kv_bytes;
+  o.seed = 1;
+  return o;
+}
+
+struct Case {
+  std::string pair;
+  int max_num_seqs, batched_tokens, k;
+  size_t kv_bytes;
+};
+
+class SpeculativeEngine : public testing::TestWithParam<Case> {};
+
+TEST_P(SpeculativeEngine, GreedyOutputIsTheSameWithAndWithoutDrafts) {
+  const Case& c = GetParam();
+  Pair p = load_pair(c.pair);
+  const Workload w = make_workload(24, 11);
+  const EngineOptions plain = options(c.max_num_seqs, c.batched_tokens, c.kv_bytes);
+  EngineOptions spec = plain;
+  spec.speculative.drafter = p.drafter;
+  spec.speculative.num_speculative_tokens = c.k;
+  const auto want = run(p, w, plain);
+  EngineStats stats;
+  const auto got = run(p, w, spec, &stats);
+  for (const auto& [id, ref] : want) expect_same_greedy(got.at(id), ref, c.pair + " " + id);
+  // Rounds happened and were counted under vLLM's rules: per position, acceptance only falls.
+  EXPECT_GT(stats.spec_drafts, 0u);
+  EXPECT_GE(stats.spec_draft_tokens, stats.spec_drafts);
+  EXPECT_LE(stats.spec_accepted_tokens, stats.spec_draft_tokens);
+  uint64_t per_position = 0;
+  for (size_t k = 0; k < stats.spec_accepted_per_position.size(); ++k) {
+    per_position += stats.spec_accepted_per_position[k];
+    if (k > 0) EXPECT_LE(stats.spec_accepted_per_position[k], stats.spec_accepted_per_position[k - 1]);
+  }
+  EXPECT_EQ(per_position, stats.spec_accepted_tokens);
+  std::printf("%s: %llu rounds, %llu drafts, %llu accepted, %llu preemptions\n", c.pair.c_str(),
+              (unsigned long long)stats.spec_drafts, (unsigned long long)stats.spec_draft_tokens,
+              (unsigned long long)stats.spec_accepted_tokens, (unsigned long long)stats.preemptions);
+}
+
+// Drafts from a script: the reference run's own greedy continuation, with every draft at a
+// position where hash(id, position) % wrong_every == 0 made wrong. Acceptance is then high and
+// known, so verification's accept paths run: several tokens per step, the bonus token, a stop token
+// or the length limit inside an accepted run, drafts cut by the step's budgets.
+class ScriptedDrafts : public DraftSource {
+ public:
+  ScriptedDrafts(std::map<std::string, std::vector<int>> continuations, int k, int wrong_every, int vocab)
+      : cont_(std::move(continuations)), k_(k), wrong_every_(wrong_every), vocab_(vocab) {}
+  int num_speculative_tokens() const override { return k_; }
+  void propose(const std::vector<DraftRequest>& reqs, const Tensor&, KvCache&) override {
+    for (const DraftRequest& r : reqs) {
+      const std::vector<int>& want = cont_.at(r.seq->req.id);
+      for (int j = 0; j < r.num_tokens; ++j) {
+        const size_t pos = size_t(r.seq->num_generated() + j);  // index of the drafted output token
+        int t = pos < want.size() ? want[pos] : 3;
+        if ((std::hash<std::string>{}(r.seq->req.id) + pos * 2654435761u) % size_t(wrong_every_) == 0)
+          t = (t + 1) % vocab_;
+        r.seq->drafts.push_back(t);
+      }
+    }
+    ++calls;
+  }
+  int calls = 0;
+
+ private:
+  std::map<std::string, std::vector<int>> cont_;
+  int k_, wrong_every_, vocab_;
+};
+
+TEST(SpeculativeEngineScripted, AcceptedRunsKeepGreedyOutputExact) {
+  Pair p = load_pair("e2b_like");
+  Workload w = make_workload(24, 5);
+  {
+    // Stop tokens that fall inside accepted runs: every fourth request stops at its third token.
+    const auto first = run(p, w, options(8, 64, 0));
+    for (size_t i = 1; i < w.requests.size(); i += 4) {
+      const std::vector<int>& t = first.at(w.requests[i].id).tokens;
+      if (t.size() >= 3) w.requests[i].sampling.stop_token_ids = {t[2]};
+    }
+  }
+  for (auto [batched, kv] : {std::pair<int, size_t>{64, 0}, {12, 1536 * 1024}}) {
+    SCOPED_TRACE("batched tokens " + std::to_string(batched) + ", kv bytes " + std::to_string(kv));
+    const EngineOptions plain = options(8, batched, kv);
+    EngineStats plain_stats;
+    const auto want = run(p, w, plain, &plain_stats);
+    std::map<std::string, std::vector<int>> cont;
+    int stopped = 0;
+    for (const auto& [id, r] : want) {
+      cont[id] = r.tokens;
+      stopped += r.finish == FinishReason::Stop;
+    }
+    EXPECT_GT(stopped, 0) << "no request ends on a stop token";
+    for (int wrong_every : {1000000, 5, 2}) {
+      SCOPED_TRACE("one draft in " + std::to_string(wrong_every) + " wrong");
+      auto source = std::make_shared<ScriptedDrafts>(cont, 4, wrong_every, p.target->config().vocab_size);
+      EngineOptions spec = plain;
+      spec.speculative.source = source;
+      EngineStats stats;
+      const auto got = run(p, w, spec, &stats);
+      for (const auto& [id, ref] : want) expect_same_greedy(got.at(id), ref, id);
+      EXPECT_GT(source->calls, 0);
+      EXPECT_GT(stats.spec_accepted_tokens, stats.spec_draft_tokens / 4) << "the script's drafts are mostly right";
+      // Right drafts are rejected only past a stop token (the script drafts filler there).
+      if (wrong_every > 100) EXPECT_GT(stats.spec_accepted_tokens, stats.spec_draft_tokens * 3 / 4);
+      // With every draft right, fewer steps: accepted runs emit several tokens a step. (With many
+      // wrong, verify chunks spend the token budget that prefill would use, and can take more.)
+      if (wrong_every > 100) EXPECT_LT(stats.steps, plain_stats.steps);
+      if (kv) EXPECT_GT(stats.preemptions + plain_stats.preemptions, 0u) << "the small pool should preempt";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Pairs, SpeculativeEngine,
+    testing::Values(Case{"dense", 8, 64, 3, 0}, Case{"e2b_like", 8, 64, 4, 0}, Case{"k_eq_v", 4, 16, 2, 0},
+                    Case{"moe", 8, 64, 3, 0},
+                    // Small budgets and pools: chunked prefill, verifies cut short, preemption.
+                    Case{"dense", 6, 12, 3, 1536 * 1024}),
+    [](const auto& info) {
+      return info.param.pair + "_" + std::to_string(info.param.batched_tokens) + "_k" + std::to_string(info.param.k) +
+             (info.param.kv_bytes ? "_small_kv" : "");
+    });
+
+}  // namespace
+}  // namespace gs
