@@ -14,6 +14,7 @@ struct Gemma4Drafter::Workspace : Gemma4Workspace {
   Tensor z;            // [R, Hd] pre_projection of the hidden half
   Tensor next_hidden;  // [R, Ht]
   Tensor centroid_scores;  // f32 [R, num_centroids]
+  Tensor draft_ids, draft_logprobs;  // i32 / f32 [R]: argmax()'s sampler outputs
   std::vector<int> token_ordering;  // the centroid head's clusters on the host: [num_centroids, V / num_centroids]
 };
 
@@ -80,6 +81,8 @@ void Gemma4Drafter::reserve(int max_rows) {
   ws->e = be_.empty(act, Shape{R, Ht});
   ws->z = be_.empty(act, Shape{R, H});
   ws->next_hidden = be_.empty(act, Shape{R, Ht});
+  ws->draft_ids = be_.empty(DType::I32, Shape{R});
+  ws->draft_logprobs = be_.empty(DType::F32, Shape{R});
   if (cfg_.use_ordered_embeddings) {
     ws->centroid_scores = be_.empty(DType::F32, Shape{R, cfg_.num_centroids});
     ws->token_ordering.resize(size_t(cfg_.vocab_size));
@@ -165,15 +168,13 @@ void Gemma4Drafter::mask_to_top_clusters(const Tensor& centroid_scores, const Te
 }
 
 std::vector<int> Gemma4Drafter::argmax(const DraftStepOutput& out) {
-  const int R = int(out.logits.rows()), V = int(out.logits.cols());
-  std::vector<float> lg(size_t(R) * V);
-  be_.copy_to_host(out.logits, lg.data());
-  std::vector<int> ids(static_cast<size_t>(R));
-  for (int r = 0; r < R; ++r) {
-    const float* row = lg.data() + size_t(r) * V;
-    ids[size_t(r)] = int(std::max_element(row, row + V) - row);
-  }
-  return ids;
+  // Greedy rows of the backend's sampler (ties to the lowest id): only the ids come back.
+  const int R = int(out.logits.rows());
+  Tensor ids = ws_->draft_ids.slice(0, R), lps = ws_->draft_logprobs.slice(0, R);
+  be_.sample(out.logits, std::vector<SamplingRow>(static_cast<size_t>(R)), ids, lps);
+  std::vector<int> host(static_cast<size_t>(R));
+  be_.copy_to_host(ids, host.data());
+  return host;
 }
 
 }  // namespace gs

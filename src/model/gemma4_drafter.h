@@ -40,7 +40,8 @@ class Gemma4Drafter {
   // n, q_len 1) over the target's page tables; `target_cache` is the target's KV cache.
   DraftStepOutput step(const Tensor& ids, const Tensor& hidden, const AttentionBatch& batch, KvCache& target_cache);
 
-  // The greedy draft token of each row of step()'s logits (ties to the lowest id); synchronises.
+  // The greedy draft token of each row of step()'s logits (ties to the lowest id), chosen on the
+  // backend (only the ids are copied back); synchronises.
   std::vector<int> argmax(const DraftStepOutput& out);
 
  private:
