@@ -160,6 +160,24 @@ TEST_F(Attention, ExplicitPositionsAndScale) {
   expect_exact(c, "explicit positions, window 20");
 }
 
+// A drafter's rows (model/gemma4_drafter.h): one query per sequence at the position one past its
+// last key, several sequences, GQA over two KV heads, the drafter's window (W + 2) and none.
+TEST_F(Attention, QueriesOnePastTheCache) {
+  for (int hd : {256, 512})
+    for (int window : {0, 18}) {
+      if (hd == 512 && window) continue;  // full layers have no window
+      std::vector<SeqCase> seqs;
+      for (int cached : {4, 15, 38, 300}) {
+        SeqCase s(cached, 1);
+        s.positions = {cached + 1};  // the harness's one new key sits at `cached`: keys 0..cached
+        seqs.push_back(s);
+      }
+      expect_exact(make(hd, 4, 2, window, 16, seqs),
+                   "hd " + std::to_string(hd) + " window " + std::to_string(window));
+      expect_exact(make(hd, 4, 2, window, 4, seqs), "page size 4, hd " + std::to_string(hd));
+    }
+}
+
 // Every tile kernel, whatever shape class the dispatcher gives it, on prefill, chunk, sliding,
 // vision, decode and verify shapes of its head dim.
 TEST_F(Attention, EveryTileKernelOnEveryShape) {
