@@ -109,6 +109,9 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
     s->drafter_ = std::make_shared<Gemma4Drafter>(a.config, std::move(a.weights), *s->model_, *s->backend_);
     engine.speculative.drafter = s->drafter_;
     engine.speculative.num_speculative_tokens = o.num_speculative_tokens;
+    GS_CHECK(o.speculative_accept_rate <= 0 || spec.format == LoadFormat::Dummy,
+             "--speculative-accept-rate makes outputs meaningless: it is for benchmarks with --load-format dummy");
+    engine.speculative.forced_accept_rate = o.speculative_accept_rate;
     log::info("speculative decoding: {} drafts {} tokens a round for {}", o.speculative_model,
               o.num_speculative_tokens, model_arg);
   }

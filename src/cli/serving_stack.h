@@ -23,6 +23,7 @@ struct StackOptions {
   std::string served_model_name;  // empty: "demo", the preset name or the directory's name
   std::string speculative_model;  // an MTP assistant that drafts for the model; empty: no speculation
   int num_speculative_tokens = 3;
+  double speculative_accept_rate = 0;  // benchmarks only (--speculative-accept-rate)
   EngineOptions engine;
 };
 

@@ -16,6 +16,11 @@ void add_speculative_options(CLI::App& app, SpeculativeFlags& f) {
   app.add_option("--speculative-config", f.config,
                  "vLLM's form of the two above: '{\"method\": \"gemma4_mtp\", \"model\": DIR, "
                  "\"num_speculative_tokens\": K}'");
+  app.add_option("--speculative-accept-rate", f.accept_rate,
+                 "Benchmarks only, with --load-format dummy: every draft token also passes with this "
+                 "probability, so random weights can be timed at a chosen acceptance length (K drafts at "
+                 "rate a give 1 + a + ... + a^K tokens a round). Outputs are meaningless")
+      ->check(CLI::Range(0.0, 1.0));
 }
 
 SpeculativeChoice resolve_speculative(const SpeculativeFlags& f) {
@@ -58,6 +63,9 @@ SpeculativeChoice resolve_speculative(const SpeculativeFlags& f) {
     }
     if (c.model.empty()) throw Error("--speculative-config: no model (the MTP assistant)");
   }
+  c.accept_rate = f.accept_rate;
+  if (c.model.empty() && f.accept_rate > 0)
+    throw Error("--speculative-accept-rate needs --speculative-model (the assistant that drafts)");
   if (c.model.empty() && f.num_tokens > 0)
     throw Error("--num-speculative-tokens needs --speculative-model (the assistant that drafts)");
   return c;

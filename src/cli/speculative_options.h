@@ -12,6 +12,7 @@ struct SpeculativeFlags {
   std::string model;   // the MTP assistant: a directory, or a preset with --load-format dummy
   int num_tokens = 0;  // 0: not given (3 when a model is)
   std::string config;  // vLLM's JSON form
+  double accept_rate = 0;  // benchmarks only: drafts pass with this probability (dummy weights)
 };
 
 void add_speculative_options(CLI::App& app, SpeculativeFlags& flags);
@@ -21,6 +22,7 @@ void add_speculative_options(CLI::App& app, SpeculativeFlags& flags);
 struct SpeculativeChoice {
   std::string model;
   int num_tokens = 3;
+  double accept_rate = 0;
 };
 SpeculativeChoice resolve_speculative(const SpeculativeFlags& flags);
 

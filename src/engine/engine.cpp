@@ -110,6 +110,11 @@ Engine::Engine(std::shared_ptr<Gemma4Model> model, EngineOptions opts) : impl_(s
                                                     m.opts.max_num_seqs, m.opts.page_size);
     // Verify steps commit their tokens only once the drafts are checked, after the step's results.
     m.opts.disable_overlap_schedule = true;
+    m.outputs.forced_accept_rate = m.opts.speculative.forced_accept_rate;
+    if (m.outputs.forced_accept_rate > 0)
+      log::warn("speculative decoding: drafts pass with probability {} whatever the target says "
+                "(--speculative-accept-rate, a benchmark switch): outputs are meaningless",
+                m.outputs.forced_accept_rate);
     log::info("speculative decoding: {} draft tokens per round from {} (greedy drafts, verified by rejection "
               "sampling); overlapped scheduling off",
               m.proposer->num_speculative_tokens(),

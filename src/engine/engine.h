@@ -26,6 +26,9 @@ struct SpeculativeOptions {
   std::shared_ptr<Gemma4Drafter> drafter;  // the MTP assistant, bound to the engine's model, on its backend
   int num_speculative_tokens = 3;          // K, drafts per round
   std::shared_ptr<DraftSource> source;     // instead of the drafter: drafts from elsewhere (tests)
+  // Benchmarks only (--speculative-accept-rate): each draft also passes with this probability, so
+  // random weights can be timed at a chosen acceptance length; outputs are meaningless.
+  double forced_accept_rate = 0;
   bool enabled() const { return drafter || source; }
 };
 

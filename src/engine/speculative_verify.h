@@ -25,4 +25,9 @@ struct DraftVerdict {
 // token after d_i, row 0 the token after the newest committed one). Throws gs::Error on a size mismatch.
 DraftVerdict verify_drafts(const std::vector<int>& drafts, const std::vector<int>& sampled);
 
+// Benchmarks only (--speculative-accept-rate, dummy weights): draft i also passes when forced[i],
+// so the serving loop can be timed at a chosen acceptance length; its outputs are meaningless.
+DraftVerdict verify_drafts_forced(const std::vector<int>& drafts, const std::vector<int>& sampled,
+                                  const std::vector<bool>& forced);
+
 }  // namespace gs

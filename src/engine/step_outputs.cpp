@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "engine/speculative_verify.h"
+#include "ops/sampling_rng.h"
 
 namespace gs {
 
@@ -133,7 +134,11 @@ std::vector<StepOutputs::Finished> StepOutputs::apply(const StepPlan& plan, cons
       const std::vector<int> drafts(s.tokens.end() - c.num_drafts, s.tokens.end());
       s.tokens.resize(s.tokens.size() - size_t(c.num_drafts));
       s.drafts_in_tokens = 0;
-      DraftVerdict v = verify_drafts(drafts, o.tokens);
+      std::vector<bool> forced(drafts.size(), false);
+      if (forced_accept_rate > 0)  // keyed like sampling: (seed, index of the drafted token)
+        for (size_t k = 0; k < drafts.size(); ++k)
+          forced[k] = rng::uniform(s.seed ^ 0x5bd1e995u, uint64_t(s.num_generated()) + k, 0) < forced_accept_rate;
+      DraftVerdict v = verify_drafts_forced(drafts, o.tokens, forced);
       emitted = std::move(v.tokens);
       accepted[i] = v.accepted;
       spec.rounds++;

@@ -16,6 +16,7 @@ struct StepOutputs {
   std::vector<int> eos_ids;  // stop unless ignore_eos
   int max_model_len = 0;
   Backend* backend = nullptr;  // holds the repetition penalty's prompt sets (one upload per sequence)
+  double forced_accept_rate = 0;  // benchmarks only: each draft also passes with this probability
 
   // Counters of the last apply().
   int last_generated = 0;

@@ -55,4 +55,8 @@ echo "$metrics" | grep -q '^vllm:spec_decode_num_accepted_tokens_total ' || fail
 used="$(echo "$metrics" | awk '$1 ~ /^gemmaserve_kv_pages_used/ {s += $2} END {print s + 0}')"
 [ "$used" = "0" ] || fail "$used KV pages still held"
 gs_stop_server || fail "the speculative server did not shut down cleanly"
+# The benchmark switch is refused where outputs would mislead.
+"$bin" run --prompt hi --speculative-model demo-assistant --speculative-accept-rate 0.8 >"$work/out" 2>&1 &&
+  fail "--speculative-accept-rate accepted without --load-format dummy"
+grep -q "for benchmarks with --load-format dummy" "$work/out" || fail "refusal says: $(cat "$work/out")"
 echo "ok   speculative serving: $(wc -l <"$work/spec.txt") outputs identical, $drafts rounds"

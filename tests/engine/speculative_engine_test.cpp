@@ -203,6 +203,37 @@ TEST(SpeculativeEngineScripted, AcceptedRunsKeepGreedyOutputExact) {
   }
 }
 
+// The benchmark switch: at rate a every draft passes with probability a, so the mean acceptance
+// length of K drafts approaches 1 + a + ... + a^K (shorter where max_tokens cuts rounds); lengths
+// and pages stay right.
+TEST(SpeculativeEngineForced, AcceptRateSetsTheAcceptanceLength) {
+  Pair p = load_pair("dense");
+  Workload w = make_workload(16, 3);
+  for (GenerationRequest& r : w.requests) {
+    r.sampling.max_tokens = 40;
+    r.sampling.ignore_eos = true;
+  }
+  for (double rate : {1.0, 0.8}) {
+    EngineOptions o = options(8, 64, 0);
+    o.max_model_len = 128;
+    o.speculative.drafter = p.drafter;
+    o.speculative.num_speculative_tokens = 3;
+    o.speculative.forced_accept_rate = rate;
+    EngineStats stats;
+    const auto got = run(p, w, o, &stats);
+    for (const auto& [id, r] : got) {
+      EXPECT_EQ(r.tokens.size(), 40u) << id;
+      EXPECT_EQ(r.finish, FinishReason::Length) << id;
+    }
+    ASSERT_GT(stats.spec_drafts, 0u);
+    const double length = 1.0 + double(stats.spec_accepted_tokens) / double(stats.spec_drafts);
+    const double want = 1 + rate + rate * rate + rate * rate * rate;
+    std::printf("rate %.2f: accept length %.2f (ideal %.2f)\n", rate, length, want);
+    if (rate == 1.0) EXPECT_EQ(stats.spec_accepted_tokens, stats.spec_draft_tokens);
+    EXPECT_NEAR(length, want, 0.35);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Pairs, SpeculativeEngine,
     testing::Values(Case{"dense", 8, 64, 3, 0}, Case{"e2b_like", 8, 64, 4, 0}, Case{"k_eq_v", 4, 16, 2, 0},

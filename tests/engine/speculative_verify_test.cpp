@@ -31,6 +31,15 @@ TEST(VerifyDrafts, AcceptsWhileTheTargetAgrees) {
   EXPECT_THROW(verify_drafts({1, 2}, {1, 2}), Error);
 }
 
+TEST(VerifyDrafts, ForcedDraftsPassWhateverTheTargetSays) {
+  // The benchmark switch: forced drafts pass, the first unforced mismatch still stops the round.
+  EXPECT_EQ(verify_drafts_forced({5, 6, 7}, {1, 2, 3, 9}, {true, true, true}).tokens, (std::vector<int>{5, 6, 7, 9}));
+  DraftVerdict v = verify_drafts_forced({5, 6, 7}, {1, 2, 3, 9}, {true, false, true});
+  EXPECT_EQ(v.accepted, 1);
+  EXPECT_EQ(v.tokens, (std::vector<int>{5, 2}));
+  EXPECT_THROW(verify_drafts_forced({5}, {1, 2}, {}), Error);
+}
+
 // softmax(l / T) after top_k, then top_p (the smallest prefix by probability reaching p), then
 // min_p, renormalised: the distribution the sampler draws from.
 std::vector<double> processed(const std::vector<float>& l, float T, int top_k, float top_p, float min_p) {
