@@ -10,7 +10,8 @@ void add_speculative_options(CLI::App& app, SpeculativeFlags& f) {
   app.add_option("--speculative-model", f.model,
                  "Speculative decoding: the Gemma-4 MTP assistant (Gemma4AssistantForCausalLM) that drafts for "
                  "--model, a directory, or with --load-format dummy a preset such as e2b-assistant. Outputs are "
-                 "distributed exactly as without it (greedy: identical)");
+                 "distributed exactly as without it (greedy: identical on the cpu backend; on cuda, verify rows "
+                 "round differently from one-row decode steps, so greedy output may part at near-ties)");
   app.add_option("--num-speculative-tokens", f.num_tokens, "Draft tokens per round (default 3)")
       ->check(CLI::Range(1, 16));
   app.add_option("--speculative-config", f.config,
