@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "cli/kernel_policy_option.h"
+#include "cli/speculative_options.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "core/npy.h"
@@ -27,6 +28,7 @@ struct DraftOptions {
   std::string backend = "cpu";
   std::string kernel_policy;
   std::string load_format = "auto";
+  std::string convention = "transformers";
   int num_tokens = 3;
   int page_size = 16;
 };
@@ -42,7 +44,8 @@ int run(const DraftOptions& o) {
            assistant.config.architecture);
   assistant.config.bind_assistant_to(target.config);
   Gemma4Model model(target.config, std::move(target.weights), *backend);
-  Gemma4Drafter drafter(assistant.config, std::move(assistant.weights), model, *backend);
+  Gemma4Drafter drafter(assistant.config, std::move(assistant.weights), model, *backend,
+                        parse_draft_convention(o.convention));
   log::info("draft: {} ({} layers) drafts for {} on {}", o.assistant, drafter.config().num_layers, o.model,
             backend->name());
 
@@ -79,6 +82,7 @@ GS_REGISTER_COMMAND(draft, "draft", "Draft tokens after a context with an MTP as
                       app.add_option("--out-logits", o->out_logits, "also write each step's logits, f32 [K, vocab] (.npy)");
                       app.add_option("--backend", o->backend, "cpu, cuda or cuda:N")->capture_default_str();
                       add_kernel_policy_option(app, o->kernel_policy);
+                      add_convention_option(app, o->convention);
                       app.add_option("--page-size", o->page_size, "KV cache page size in tokens")->capture_default_str();
                       app.add_option("--load-format", o->load_format, "auto (read the checkpoints) | dummy (random "
                                                                        "weights of both)")

@@ -40,6 +40,7 @@ int run(RunOptions o) {
     o.stack.speculative_model = spec.model;
     o.stack.num_speculative_tokens = spec.num_tokens;
     o.stack.speculative_accept_rate = spec.accept_rate;
+    o.stack.speculative_convention = spec.convention;
   }
   o.stack.engine.kv_cache_memory_bytes = static_cast<size_t>(o.kv_cache_gib * (1ull << 30));
   auto stack = ServingStack::load(o.stack);

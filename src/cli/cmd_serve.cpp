@@ -59,6 +59,7 @@ int serve(ServeOptions o) {
     o.stack.speculative_model = spec.model;
     o.stack.num_speculative_tokens = spec.num_tokens;
     o.stack.speculative_accept_rate = spec.accept_rate;
+    o.stack.speculative_convention = spec.convention;
   }
   o.stack.engine.enable_prefix_caching = !o.no_prefix_caching;
   o.stack.engine.kv_cache_memory_bytes = static_cast<size_t>(o.kv_cache_gib * (1ull << 30));

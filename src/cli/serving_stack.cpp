@@ -106,14 +106,15 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
     GS_CHECK(a.config.is_assistant, "--speculative-model {}: {} is not an MTP assistant (Gemma4AssistantForCausalLM)",
              o.speculative_model, a.config.architecture);
     a.config.bind_assistant_to(cfg);
-    s->drafter_ = std::make_shared<Gemma4Drafter>(a.config, std::move(a.weights), *s->model_, *s->backend_);
+    s->drafter_ = std::make_shared<Gemma4Drafter>(a.config, std::move(a.weights), *s->model_, *s->backend_,
+                                                  parse_draft_convention(o.speculative_convention));
     engine.speculative.drafter = s->drafter_;
     engine.speculative.num_speculative_tokens = o.num_speculative_tokens;
     GS_CHECK(o.speculative_accept_rate <= 0 || spec.format == LoadFormat::Dummy,
              "--speculative-accept-rate makes outputs meaningless: it is for benchmarks with --load-format dummy");
     engine.speculative.forced_accept_rate = o.speculative_accept_rate;
-    log::info("speculative decoding: {} drafts {} tokens a round for {}", o.speculative_model,
-              o.num_speculative_tokens, model_arg);
+    log::info("speculative decoding: {} drafts {} tokens a round for {} ({} convention)", o.speculative_model,
+              o.num_speculative_tokens, model_arg, o.speculative_convention);
   }
   s->engine_ = std::make_unique<Engine>(s->model_, engine);
   s->client_ = std::make_unique<api::EngineClientFor>(*s->engine_);

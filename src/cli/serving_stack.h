@@ -24,6 +24,7 @@ struct StackOptions {
   std::string speculative_model;  // an MTP assistant that drafts for the model; empty: no speculation
   int num_speculative_tokens = 3;
   double speculative_accept_rate = 0;  // benchmarks only (--speculative-accept-rate)
+  std::string speculative_convention = "transformers";
   EngineOptions engine;
 };
 

@@ -22,6 +22,16 @@ void add_speculative_options(CLI::App& app, SpeculativeFlags& f) {
                  "probability, so random weights can be timed at a chosen acceptance length (K drafts at "
                  "rate a give 1 + a + ... + a^K tokens a round). Outputs are meaningless")
       ->check(CLI::Range(0.0, 1.0));
+  add_convention_option(app, f.convention);
+}
+
+void add_convention_option(CLI::App& app, std::string& convention) {
+  app.add_option("--speculative-convention", convention,
+                 "Where the drafter queries: transformers (the newest token's position; sliding layers see "
+                 "the last W+1 keys; the reference the drafter is tested against) or vllm (the position "
+                 "before it with the ordinary window, as vLLM and SGLang draft)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"transformers", "vllm"}));
 }
 
 SpeculativeChoice resolve_speculative(const SpeculativeFlags& f) {
@@ -65,6 +75,7 @@ SpeculativeChoice resolve_speculative(const SpeculativeFlags& f) {
     if (c.model.empty()) throw Error("--speculative-config: no model (the MTP assistant)");
   }
   c.accept_rate = f.accept_rate;
+  c.convention = f.convention;
   if (c.model.empty() && f.accept_rate > 0)
     throw Error("--speculative-accept-rate needs --speculative-model (the assistant that drafts)");
   if (c.model.empty() && f.num_tokens > 0)

@@ -13,9 +13,12 @@ struct SpeculativeFlags {
   int num_tokens = 0;  // 0: not given (3 when a model is)
   std::string config;  // vLLM's JSON form
   double accept_rate = 0;  // benchmarks only: drafts pass with this probability (dummy weights)
+  std::string convention = "transformers";  // where drafts sit (gemma4_drafter.h DraftConvention)
 };
 
 void add_speculative_options(CLI::App& app, SpeculativeFlags& flags);
+// --speculative-convention alone (gemmaserve draft).
+void add_convention_option(CLI::App& app, std::string& convention);
 
 // The assistant and K after merging the two forms; model empty: speculation off. Throws gs::Error
 // naming the flag on a bad JSON, an unknown method or key, or values that disagree.
@@ -23,6 +26,7 @@ struct SpeculativeChoice {
   std::string model;
   int num_tokens = 3;
   double accept_rate = 0;
+  std::string convention = "transformers";
 };
 SpeculativeChoice resolve_speculative(const SpeculativeFlags& flags);
 

@@ -42,6 +42,7 @@ void MtpDraftSource::propose(const std::vector<DraftRequest>& reqs, const Tensor
     st.start = s.num_computed;
     st.q_len = 1;
     st.write_kv = false;
+    st.position_shift = drafter_->position_shift();
     for (int g = 0; g < kNumKvGroups; ++g)
       st.page_table[g] = s.pages.table[g].empty() ? nullptr : &s.pages.table[g];
   }

@@ -27,8 +27,15 @@ void expect_shape(const Tensor& t, Shape s, const std::string& what) {
 
 }  // namespace
 
-Gemma4Drafter::Gemma4Drafter(ModelConfig cfg, ModelWeights weights, const Gemma4Model& target, Backend& backend)
-    : cfg_(std::move(cfg)), w_(std::move(weights)), target_(target), be_(backend) {
+DraftConvention parse_draft_convention(const std::string& s) {
+  if (s == "transformers") return DraftConvention::Transformers;
+  if (s == "vllm") return DraftConvention::Vllm;
+  throw Error("--speculative-convention '{}' is not one of transformers, vllm", s);
+}
+
+Gemma4Drafter::Gemma4Drafter(ModelConfig cfg, ModelWeights weights, const Gemma4Model& target, Backend& backend,
+                             DraftConvention convention)
+    : cfg_(std::move(cfg)), convention_(convention), w_(std::move(weights)), target_(target), be_(backend) {
   const ModelConfig& t = target.config();
   GS_CHECK(cfg_.is_assistant, "drafter: {} is not an MTP assistant", cfg_.architecture);
   GS_CHECK(cfg_.backbone_hidden_size == t.hidden_size,
@@ -53,8 +60,9 @@ Gemma4Drafter::Gemma4Drafter(ModelConfig cfg, ModelWeights weights, const Gemma4
   }
   // transformers' drafter masks its sliding layers with a bidirectional window flipped onto the past:
   // the last W+1 target keys, i.e. the causal rule with window W+2 for a query one past the cache.
-  for (LayerSpec& s : cfg_.layers)
-    if (s.type == LayerType::Sliding) s.sliding_window += 2;
+  if (convention_ == DraftConvention::Transformers)
+    for (LayerSpec& s : cfg_.layers)
+      if (s.type == LayerType::Sliding) s.sliding_window += 2;
 }
 
 void Gemma4Drafter::reserve(int max_rows) {

@@ -5,18 +5,27 @@
 // after that), its Q-only layers attend to the target's KV cache, and the head scores the
 // vocabulary. Nothing is written to any cache, so every step of a round runs at the same position.
 //
-// The convention is transformers' (SinglePositionMultiTokenCandidateGenerator, the parity
-// reference; fixtures/draft_golden): with the target's cache holding positions 0..n-1, each draft
-// step runs at position n, full layers see keys 0..n-1, and sliding layers see the last W+1 of
-// them (a flipped bidirectional window), which is the ordinary sliding rule with window W+2 at
-// position n.
+// By default the convention is transformers' (SinglePositionMultiTokenCandidateGenerator, the
+// parity reference; fixtures/draft_golden): with the target's cache holding positions 0..n-1, each
+// draft step runs at position n, full layers see keys 0..n-1, and sliding layers see the last W+1
+// of them (a flipped bidirectional window), which is the ordinary sliding rule with window W+2 at
+// position n. DraftConvention::Vllm drafts at position n-1 with the ordinary window instead.
 #pragma once
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "model/gemma4_model.h"
 
 namespace gs {
+
+// Which position a round drafts at and which keys it sees (gemma4-architecture.md §5.2), with the
+// target's cache holding positions 0..n-1 and the newest token at n:
+//   Transformers  position n; sliding layers see the last W+1 keys (the parity reference)
+//   Vllm          position n-1 with the ordinary window (vLLM's and SGLang's drafters)
+enum class DraftConvention { Transformers, Vllm };
+// "transformers" or "vllm"; anything else is a gs::Error naming the flag.
+DraftConvention parse_draft_convention(const std::string& s);
 
 struct DraftStepOutput {
   Tensor logits;       // f32 [R, V]; with the centroid head, tokens outside the chosen clusters hold
@@ -28,9 +37,13 @@ class Gemma4Drafter {
  public:
   // `cfg` is the assistant's config bound to the target's (ModelConfig::bind_assistant_to); the
   // target lends its input embedding table and its KV cache.
-  Gemma4Drafter(ModelConfig cfg, ModelWeights weights, const Gemma4Model& target, Backend& backend);
+  Gemma4Drafter(ModelConfig cfg, ModelWeights weights, const Gemma4Model& target, Backend& backend,
+                DraftConvention convention = DraftConvention::Transformers);
 
   const ModelConfig& config() const { return cfg_; }
+  DraftConvention convention() const { return convention_; }
+  // SequenceStep::position_shift of the draft rows: 0, or -1 under the vLLM convention.
+  int position_shift() const { return convention_ == DraftConvention::Vllm ? -1 : 0; }
   Backend& backend() { return be_; }
   // Sizes the workspace for up to max_rows sequences drafted together; step() never allocates.
   void reserve(int max_rows);
@@ -47,6 +60,7 @@ class Gemma4Drafter {
  private:
   struct Workspace;
   ModelConfig cfg_;
+  DraftConvention convention_;
   ModelWeights w_;
   const Gemma4Model& target_;
   Backend& be_;

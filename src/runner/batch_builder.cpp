@@ -54,8 +54,11 @@ AttentionBatch build_attention_batch(Backend& backend, const std::vector<Sequenc
     GS_CHECK(st.start >= 0 && st.q_len >= 0, "batch: sequence {} starts at {} with {} new tokens", s, st.start,
              st.q_len);
     const int kv_len = st.kv_len();
+    GS_CHECK(st.position_shift == 0 || !st.write_kv, "batch: sequence {} shifts the positions of rows it writes", s);
     for (int i = 0; i < st.q_len; ++i) {
-      b.h_positions.push_back(st.start + i);
+      const int pos = st.start + i + st.position_shift;
+      GS_CHECK(pos >= 0, "batch: sequence {} row {} has position {}", s, i, pos);
+      b.h_positions.push_back(pos);
       b.h_token_seq.push_back(s);
       if (any_mm) b.h_mm_block.push_back(st.mm_block_of_row(i));
     }

@@ -57,6 +57,7 @@ ContextDraft draft_after_context(Gemma4Model& target, Gemma4Drafter& drafter, co
   q.start = n;
   q.q_len = 1;
   q.write_kv = false;
+  q.position_shift = drafter.position_shift();
   for (int g = 0; g < kNumKvGroups; ++g) q.page_table[g] = &pages.table[g];
   AttentionBatch draft_batch = build_attention_batch(be, {q}, page_size);
   Tensor token = be.empty(DType::I32, Shape{1});

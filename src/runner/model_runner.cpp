@@ -53,6 +53,7 @@ void ModelRunner::launch(const std::vector<SequenceStep>& seqs) {
   std::vector<std::pair<int, int>> feedback;  // (row of this step's ids, sampled row of the previous step)
   for (size_t i = 0; i < seqs.size(); ++i) {
     const SequenceStep& s = seqs[i];
+    GS_CHECK(s.position_shift == 0 && s.write_kv, "model runner: chunk {} is a query-only step (a drafter's)", i);
     GS_CHECK(s.tokens && s.q_len > 0 && s.end() <= int(s.tokens->size()),
              "model runner: chunk [{}, {}) outside the {} known tokens", s.start, s.end(),
              s.tokens ? s.tokens->size() : 0);

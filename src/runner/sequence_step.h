@@ -22,6 +22,9 @@ struct SequenceStep {
   const std::vector<int>* page_table[kNumKvGroups] = {nullptr, nullptr};
   const std::vector<int>* mm_block = nullptr;  // vision block id by position (the prompt's), or null
   bool write_kv = true;                        // false: a query-only step (a drafter's), nothing written
+  // Rows sit at positions start + i + position_shift: -1 for a drafter that queries at the position
+  // of the target's last cached token (vLLM's convention); 0 everywhere else.
+  int position_shift = 0;
 
   // What its rows give.
   int prompt_logprob_rows = 0;  // rows [start, start + n): the logprob of the token after each

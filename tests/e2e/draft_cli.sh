@@ -23,6 +23,11 @@ for pair in dense e2b_like; do
 done
 
 dense="$src/fixtures/draft_golden/dense"
+# vLLM's convention: K ids all the same, from another position.
+got="$("$bin" draft --model "$dense/target" --speculative-model "$dense/assistant" --tokens "$dense/ctx_39.npy" \
+  --num-speculative-tokens 3 --speculative-convention vllm 2>"$work/log" | tail -1)"
+python3 -c "import json,sys; d=json.loads(sys.argv[1]); assert len(d) == 3 and all(0 <= t < 512 for t in d)" "$got" ||
+  fail "vllm convention: '$got' is not 3 token ids ($(cat "$work/log"))"
 expect_error() {  # expect_error "what it must say" args...
   local msg="$1"; shift
   if "$bin" draft "$@" >"$work/out" 2>&1; then fail "accepted: $*"; fi
@@ -42,4 +47,7 @@ expect_error "the context needs at least two tokens" \
   --model "$dense/target" --speculative-model "$dense/assistant" --tokens "$work/one.npy"
 expect_error "assistant backbone_hidden_size" \
   --model "$src/fixtures/draft_golden/e2b_like/target" --speculative-model "$dense/assistant" --tokens "$dense/ctx_5.npy"
+"$bin" draft --model "$dense/target" --speculative-model "$dense/assistant" --tokens "$dense/ctx_5.npy" \
+  --speculative-convention sglang >"$work/out" 2>&1 && fail "--speculative-convention sglang accepted"
+grep -q "speculative-convention" "$work/out" || fail "the refusal must name the flag: $(cat "$work/out")"
 echo "draft CLI: ok"

@@ -24,7 +24,7 @@ struct Pair {
   std::shared_ptr<Gemma4Drafter> drafter;
 };
 
-Pair load_pair(const std::string& name) {
+Pair load_pair(const std::string& name, DraftConvention convention = DraftConvention::Transformers) {
   const std::string dir = std::string(GS_SOURCE_DIR) + "/fixtures/draft_golden/" + name;
   Pair p;
   p.backend = make_cpu_backend(1);
@@ -35,7 +35,7 @@ Pair load_pair(const std::string& name) {
   ModelConfig acfg = ModelConfig::from_json(ack->config_json());
   ModelWeights aw = load_weights(*ack, acfg, *p.backend);
   acfg.bind_assistant_to(tcfg);
-  p.drafter = std::make_shared<Gemma4Drafter>(acfg, std::move(aw), *p.target, *p.backend);
+  p.drafter = std::make_shared<Gemma4Drafter>(acfg, std::move(aw), *p.target, *p.backend, convention);
   return p;
 }
 
@@ -100,13 +100,14 @@ struct Case {
   std::string pair;
   int max_num_seqs, batched_tokens, k;
   size_t kv_bytes;
+  DraftConvention convention = DraftConvention::Transformers;
 };
 
 class SpeculativeEngine : public testing::TestWithParam<Case> {};
 
 TEST_P(SpeculativeEngine, GreedyOutputIsTheSameWithAndWithoutDrafts) {
   const Case& c = GetParam();
-  Pair p = load_pair(c.pair);
+  Pair p = load_pair(c.pair, c.convention);
   const Workload w = make_workload(24, 11);
   const EngineOptions plain = options(c.max_num_seqs, c.batched_tokens, c.kv_bytes);
   EngineOptions spec = plain;
@@ -239,10 +240,14 @@ INSTANTIATE_TEST_SUITE_P(
     testing::Values(Case{"dense", 8, 64, 3, 0}, Case{"e2b_like", 8, 64, 4, 0}, Case{"k_eq_v", 4, 16, 2, 0},
                     Case{"moe", 8, 64, 3, 0},
                     // Small budgets and pools: chunked prefill, verifies cut short, preemption.
-                    Case{"dense", 6, 12, 3, 1536 * 1024}),
+                    Case{"dense", 6, 12, 3, 1536 * 1024},
+                    // vLLM's drafting position (one before the newest token, the ordinary window).
+                    Case{"e2b_like", 8, 64, 3, 0, DraftConvention::Vllm},
+                    Case{"dense", 6, 12, 3, 1536 * 1024, DraftConvention::Vllm}),
     [](const auto& info) {
       return info.param.pair + "_" + std::to_string(info.param.batched_tokens) + "_k" + std::to_string(info.param.k) +
-             (info.param.kv_bytes ? "_small_kv" : "");
+             (info.param.kv_bytes ? "_small_kv" : "") +
+             (info.param.convention == DraftConvention::Vllm ? "_vllm" : "");
     });
 
 }  // namespace

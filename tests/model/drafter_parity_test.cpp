@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "checkpoint/checkpoint.h"
+#include "core/error.h"
 #include "core/npy.h"
 #include "kernels/cpu/cpu_backend.h"
 #include "model/gemma4_drafter.h"
@@ -182,6 +183,35 @@ TEST_P(DrafterParity, EachStepFromTheReferenceInputsMatches) {
       EXPECT_EQ(p.drafter->argmax(out)[0], draft[k]) << "step " << k;
     }
   }
+}
+
+// vLLM's convention drafts from the position before the newest token: the same keys for a short
+// context, another rotary position, so other logits than transformers' (and its own batch rows end
+// the context).
+TEST(Drafter, VllmConventionDraftsAtThePositionBefore) {
+  Pair p = load_pair("dense");
+  const ModelConfig acfg = p.drafter->config();
+  EXPECT_EQ(p.drafter->position_shift(), 0);
+  const std::string dir = pair_dir("dense");
+  auto ack = Checkpoint::open(dir + "/assistant");
+  ModelConfig cfg = ModelConfig::from_json(ack->config_json());
+  ModelWeights w = load_weights(*ack, cfg, *p.backend);
+  cfg.bind_assistant_to(p.target->config());
+  Gemma4Drafter vllm(cfg, std::move(w), *p.target, *p.backend, DraftConvention::Vllm);
+  EXPECT_EQ(vllm.position_shift(), -1);
+  // Sliding layers keep the ordinary window; transformers' drafter widens it by two.
+  for (size_t i = 0; i < cfg.layers.size(); ++i)
+    if (cfg.layers[i].type == LayerType::Sliding) {
+      EXPECT_EQ(vllm.config().layers[i].sliding_window, cfg.layers[i].sliding_window);
+      EXPECT_EQ(acfg.layers[i].sliding_window, cfg.layers[i].sliding_window + 2);
+    }
+  const std::vector<int> ctx = npy_token_ids(read_npy(dir + "/ctx_5.npy"), "ctx");
+  const ContextDraft a = draft_after_context(*p.target, *p.drafter, ctx, 1, 4);
+  const ContextDraft b = draft_after_context(*p.target, vllm, ctx, 1, 4);
+  float diff = 0;
+  for (size_t v = 0; v < a.logits.size(); ++v) diff = std::max(diff, std::fabs(a.logits[v] - b.logits[v]));
+  EXPECT_GT(diff, 1e-2f) << "the position changes the rotary phase of every query";
+  EXPECT_THROW(parse_draft_convention("sglang"), Error);
 }
 
 // Drafting reads the target's cache and writes nothing: the cache bytes are the same before and after.
