@@ -18,30 +18,29 @@ void append_f32(Backend& be, const Tensor& t, std::vector<float>& out) {
 
 }  // namespace
 
-ContextDraft draft_after_context(Gemma4Model& target, Gemma4Drafter& drafter, const std::vector<int>& ctx,
-                                 int num_draft_tokens, int page_size) {
+DraftContext prefill_for_drafting(Gemma4Model& target, Gemma4Drafter& drafter, const std::vector<int>& ctx,
+                                  int page_size) {
   const ModelConfig& cfg = target.config();
-  const int n = int(ctx.size()) - 1;  // tokens the target runs; ctx[n] seeds the drafter
+  DraftContext d;
+  d.n = int(ctx.size()) - 1;
+  const int n = d.n;
   GS_CHECK(n >= 1, "draft: the context needs at least two tokens (got {})", ctx.size());
-  GS_CHECK(num_draft_tokens >= 1, "draft: --num-speculative-tokens must be at least 1 (got {})", num_draft_tokens);
   for (size_t i = 0; i < ctx.size(); ++i)
     GS_CHECK(ctx[i] >= 0 && ctx[i] < cfg.vocab_size, "draft: token id {} at index {} is outside the vocabulary [0, {})",
              ctx[i], i, cfg.vocab_size);
   Backend& be = target.backend();
 
-  // Every page kept: the drafter's sliding layers read W+1 keys, one more than a decode would keep.
-  LinearPages pages;
-  pages.page_size = page_size;
-  pages.ensure(n);
-  const int num_pages[kNumKvGroups] = {int(pages.table[0].size()), int(pages.table[1].size())};
-  KvCache cache = be.allocate_kv_cache(cfg.kv_layout(), page_size, num_pages);
+  d.pages.page_size = page_size;
+  d.pages.ensure(n);
+  const int num_pages[kNumKvGroups] = {int(d.pages.table[0].size()), int(d.pages.table[1].size())};
+  d.cache = be.allocate_kv_cache(cfg.kv_layout(), page_size, num_pages);
 
   // The target's prefill of ctx[0..n), asking for the hidden state of its last row.
   target.reserve(n, 1);
   SequenceStep prefill;
   prefill.start = 0;
   prefill.q_len = n;
-  for (int g = 0; g < kNumKvGroups; ++g) prefill.page_table[g] = &pages.table[g];
+  for (int g = 0; g < kNumKvGroups; ++g) prefill.page_table[g] = &d.pages.table[g];
   AttentionBatch batch = build_attention_batch(be, {prefill}, page_size);
   Tensor ids = be.empty(DType::I32, Shape{n});
   be.copy_from_host(ids, ctx.data());
@@ -49,27 +48,34 @@ ContextDraft draft_after_context(Gemma4Model& target, Gemma4Drafter& drafter, co
   Tensor rows = be.empty(DType::I32, Shape{1});
   be.copy_from_host(rows, &last_row);
   be.set_step_rows(n);
-  ForwardOutput fwd = target.forward(ids, batch, cache, rows);
+  d.seed_hidden = target.forward(ids, batch, d.cache, rows).hidden;
 
-  // K draft steps at position n over keys 0..n-1; nothing is written.
+  // Draft steps at position n (or n-1, vLLM's convention) over keys 0..n-1; nothing is written.
   drafter.reserve(1);
-  SequenceStep q;
+  SequenceStep q = prefill;
   q.start = n;
   q.q_len = 1;
   q.write_kv = false;
   q.position_shift = drafter.position_shift();
-  for (int g = 0; g < kNumKvGroups; ++g) q.page_table[g] = &pages.table[g];
-  AttentionBatch draft_batch = build_attention_batch(be, {q}, page_size);
+  d.draft_batch = build_attention_batch(be, {q}, page_size);
+  return d;
+}
+
+ContextDraft draft_after_context(Gemma4Model& target, Gemma4Drafter& drafter, const std::vector<int>& ctx,
+                                 int num_draft_tokens, int page_size) {
+  GS_CHECK(num_draft_tokens >= 1, "draft: --num-speculative-tokens must be at least 1 (got {})", num_draft_tokens);
+  DraftContext d = prefill_for_drafting(target, drafter, ctx, page_size);
+  Backend& be = target.backend();
   Tensor token = be.empty(DType::I32, Shape{1});
-  int t = ctx[size_t(n)];
-  Tensor hidden = fwd.hidden;
+  int t = ctx[size_t(d.n)];
+  Tensor hidden = d.seed_hidden;
   ContextDraft out;
   append_f32(be, hidden, out.seed_hidden);
-  std::vector<float> row(size_t(cfg.vocab_size));
+  std::vector<float> row(size_t(target.config().vocab_size));
   be.set_step_rows(1);
   for (int k = 0; k < num_draft_tokens; ++k) {
     be.copy_from_host(token, &t);
-    DraftStepOutput step = drafter.step(token, hidden, draft_batch, cache);
+    DraftStepOutput step = drafter.step(token, hidden, d.draft_batch, d.cache);
     be.copy_to_host(step.logits, row.data());
     out.logits.insert(out.logits.end(), row.begin(), row.end());
     t = drafter.argmax(step)[0];

@@ -112,43 +112,8 @@ TEST_P(DrafterParity, DraftsAndLogitsMatchTransformers) {
 INSTANTIATE_TEST_SUITE_P(Pairs, DrafterParity, testing::Values("dense", "e2b_like", "k_eq_v", "moe"),
                          [](const auto& info) { return info.param; });
 
-// The target's cache after a prefill of ctx[0..n-1), and the query-only batch of a draft step at
-// position n over it.
-struct Prefilled {
-  LinearPages pages;
-  KvCache cache;
-  Tensor seed_hidden;  // [1, Ht]
-  AttentionBatch draft_batch;
-  int n = 0;
-};
-
-Prefilled prefill(Pair& p, const std::vector<int>& ctx, int page_size = 4) {
-  Backend& be = *p.backend;
-  Prefilled f;
-  f.n = int(ctx.size()) - 1;
-  f.pages.page_size = page_size;
-  f.pages.ensure(f.n);
-  const int num_pages[kNumKvGroups] = {int(f.pages.table[0].size()), int(f.pages.table[1].size())};
-  f.cache = be.allocate_kv_cache(p.target->config().kv_layout(), page_size, num_pages);
-  p.target->reserve(f.n, 1);
-  SequenceStep all;
-  all.q_len = f.n;
-  for (int g = 0; g < kNumKvGroups; ++g) all.page_table[g] = &f.pages.table[g];
-  AttentionBatch batch = build_attention_batch(be, {all}, page_size);
-  Tensor ids = be.empty(DType::I32, Shape{f.n});
-  be.copy_from_host(ids, ctx.data());
-  const int last = f.n - 1;
-  Tensor rows = be.empty(DType::I32, Shape{1});
-  be.copy_from_host(rows, &last);
-  f.seed_hidden = p.target->forward(ids, batch, f.cache, rows).hidden;
-  SequenceStep q = all;
-  q.start = f.n;
-  q.q_len = 1;
-  q.write_kv = false;
-  f.draft_batch = build_attention_batch(be, {q}, page_size);
-  p.drafter->reserve(1);
-  return f;
-}
+// The target's cache after a prefill of ctx[0..n-1), and the draft step's batch over it.
+DraftContext prefill(Pair& p, const std::vector<int>& ctx) { return prefill_for_drafting(*p.target, *p.drafter, ctx, 4); }
 
 // Each step on its own, fed the reference's inputs (its seed, then its previous step's token and
 // projected state), so rounding cannot compound: every step's logits within f32 rounding.
@@ -166,7 +131,7 @@ TEST_P(DrafterParity, EachStepFromTheReferenceInputsMatches) {
     const std::vector<int> draft = nlohmann::json::parse(jf).at("draft").get<std::vector<int>>();
     const NpyArray ref = read_npy(base + "drafter_logits_" + std::to_string(n) + ".npy");
     const NpyArray projected = read_npy(base + "projected_" + std::to_string(n) + ".npy");
-    Prefilled f = prefill(p, ctx);
+    DraftContext f = prefill(p, ctx);
     Tensor token = be.empty(DType::I32, Shape{1});
     Tensor hidden = be.empty(DType::F32, Shape{1, Ht});
     std::vector<float> logits(static_cast<size_t>(V));
@@ -219,7 +184,7 @@ TEST(Drafter, LeavesTheTargetCacheUntouched) {
   Pair p = load_pair("e2b_like");
   Backend& be = *p.backend;
   const std::vector<int> ctx = npy_token_ids(read_npy(pair_dir("e2b_like") + "/ctx_31.npy"), "ctx");
-  Prefilled f = prefill(p, ctx);
+  DraftContext f = prefill(p, ctx);
   auto snapshot = [&] {
     std::vector<std::vector<uint8_t>> bytes;
     for (int g = 0; g < kNumKvGroups; ++g) {
