@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "vision/prepared_image.h"
+
 namespace gs {
 
 struct SamplingParams {
@@ -73,7 +75,9 @@ struct GenerationRequest {
   std::string id;                 // unique; used for abort
   std::vector<int> prompt;
   SamplingParams sampling;
-  std::vector<int> mm_block;      // optional per-prompt-token vision block ids (multimodal, later)
+  std::vector<int> mm_block;      // optional per-prompt-token vision block ids (-1: text)
+  // The images behind the vision blocks: block id b is images[b]'s soft tokens.
+  std::vector<PreparedImagePtr> images;
   std::shared_ptr<OutputChannel> output = std::make_shared<OutputChannel>();
   std::chrono::steady_clock::time_point arrival = std::chrono::steady_clock::now();
 };
