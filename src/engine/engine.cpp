@@ -96,6 +96,7 @@ Engine::Engine(std::shared_ptr<Gemma4Model> model, EngineOptions opts) : impl_(s
   if (!m.opts.enforce_eager) {
     graphs.max_batch = m.opts.cuda_graph_max_bs > 0 ? m.opts.cuda_graph_max_bs : m.opts.max_num_seqs;
     graphs.max_kv_len = m.setup.max_model_len;
+    if (speculative) graphs.max_q_len = 1 + m.opts.speculative.num_speculative_tokens;
   }
   m.runner = std::make_unique<ModelRunner>(*m.model, m.cache, m.opts.page_size, m.setup.scheduler.max_num_batched_tokens,
                                            m.setup.scheduler.max_logit_rows, graphs);
@@ -107,7 +108,8 @@ Engine::Engine(std::shared_ptr<Gemma4Model> model, EngineOptions opts) : impl_(s
     m.proposer = m.opts.speculative.source;
     if (!m.proposer)
       m.proposer = std::make_shared<MtpDraftSource>(m.opts.speculative.drafter, m.opts.speculative.num_speculative_tokens,
-                                                    m.opts.max_num_seqs, m.opts.page_size);
+                                                    m.opts.max_num_seqs, m.opts.page_size, m.cache,
+                                                    m.setup.max_model_len, !m.opts.enforce_eager);
     // Verify steps commit their tokens only once the drafts are checked, after the step's results.
     m.opts.disable_overlap_schedule = true;
     m.outputs.forced_accept_rate = m.opts.speculative.forced_accept_rate;

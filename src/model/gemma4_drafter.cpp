@@ -99,8 +99,8 @@ void Gemma4Drafter::reserve(int max_rows) {
   ws_ = std::move(ws);
 }
 
-DraftStepOutput Gemma4Drafter::step(const Tensor& ids, const Tensor& hidden, const AttentionBatch& batch,
-                                    KvCache& target_cache) {
+Tensor Gemma4Drafter::trunk(const Tensor& ids, const Tensor& hidden, const AttentionBatch& batch,
+                             KvCache& target_cache, Tensor& next_hidden) {
   GS_CHECK(ws_, "drafter: step() before reserve()");
   Workspace& ws = *ws_;
   const ModelConfig& t = target_.config();
@@ -127,20 +127,46 @@ DraftStepOutput Gemma4Drafter::step(const Tensor& ids, const Tensor& hidden, con
     ffn_block(be_, cfg_, i, lw, ws, R, lw.layer_scalar, next_input_norm);
   }
 
-  DraftStepOutput out;
   Tensor d = rows_of(ws.hidden, R, H);
   be_.rms_norm(x, &w_.final_norm, cfg_.rms_norm_eps, d);
-  out.next_hidden = rows_of(ws.next_hidden, R, Ht);
-  be_.matmul(d, w_.post_projection, out.next_hidden);
+  next_hidden = rows_of(ws.next_hidden, R, Ht);
+  be_.matmul(d, w_.post_projection, next_hidden);
+  return d;
+}
+
+DraftStepOutput Gemma4Drafter::step(const Tensor& ids, const Tensor& hidden, const AttentionBatch& batch,
+                                    KvCache& target_cache) {
+  DraftStepOutput out;
+  const Tensor d = trunk(ids, hidden, batch, target_cache, out.next_hidden);
+  const int R = int(d.rows());
   // The head: the drafter's own (tied) embedding table, no soft-cap (transformers applies none).
-  out.logits = rows_of(ws.logits, R, cfg_.vocab_size);
+  out.logits = rows_of(ws_->logits, R, cfg_.vocab_size);
   be_.matmul(d, w_.embed, out.logits);
   if (cfg_.use_ordered_embeddings) {
-    Tensor scores = rows_of(ws.centroid_scores, R, cfg_.num_centroids);
+    Tensor scores = rows_of(ws_->centroid_scores, R, cfg_.num_centroids);
     be_.matmul(d, w_.centroids, scores);
     mask_to_top_clusters(scores, out.logits);
   }
   return out;
+}
+
+Tensor Gemma4Drafter::greedy_step(const Tensor& ids, const Tensor& hidden, const AttentionBatch& batch,
+                                  KvCache& target_cache, const Tensor& out_ids) {
+  Tensor next_hidden;
+  const Tensor d = trunk(ids, hidden, batch, target_cache, next_hidden);
+  const int R = int(d.rows());
+  GS_CHECK(out_ids.dtype == DType::I32 && out_ids.numel() == R, "drafter: out_ids {} for {} rows", out_ids.str(), R);
+  if (cfg_.use_ordered_embeddings) {
+    // Only the chosen clusters' tokens are scored: top_k · V/C rows of the table instead of V.
+    Tensor scores = rows_of(ws_->centroid_scores, R, cfg_.num_centroids);
+    be_.matmul(d, w_.centroids, scores);
+    be_.centroid_head_argmax(d, w_.embed, scores, w_.token_ordering, cfg_.centroid_top_k, out_ids);
+  } else {
+    Tensor logits = rows_of(ws_->logits, R, cfg_.vocab_size);
+    be_.matmul(d, w_.embed, logits);
+    be_.argmax_rows(logits, out_ids);
+  }
+  return next_hidden;
 }
 
 // On the host for now (the `draft` tool and the parity tests); the serving loop's drafts need it on

@@ -53,6 +53,13 @@ class Gemma4Drafter {
   // n, q_len 1) over the target's page tables; `target_cache` is the target's KV cache.
   DraftStepOutput step(const Tensor& ids, const Tensor& hidden, const AttentionBatch& batch, KvCache& target_cache);
 
+  // step() without the host: the greedy draft token of each row goes to out_ids (i32 [R] on the
+  // device, the next step's `ids`), chosen on the device; the centroid head scores only its chosen
+  // clusters' tokens. Returns next_hidden. Nothing is copied or synchronised, so a round of steps can
+  // be enqueued (or recorded in a CUDA graph) back to back.
+  Tensor greedy_step(const Tensor& ids, const Tensor& hidden, const AttentionBatch& batch, KvCache& target_cache,
+                     const Tensor& out_ids);
+
   // The greedy draft token of each row of step()'s logits (ties to the lowest id), chosen on the
   // backend (only the ids are copied back); synchronises.
   std::vector<int> argmax(const DraftStepOutput& out);
@@ -66,6 +73,10 @@ class Gemma4Drafter {
   Backend& be_;
   std::shared_ptr<Workspace> ws_;
 
+  // Embedding, pre_projection, the layers and the final norm; writes next_hidden, returns the normed
+  // state the head reads.
+  Tensor trunk(const Tensor& ids, const Tensor& hidden, const AttentionBatch& batch, KvCache& target_cache,
+               Tensor& next_hidden);
   // The centroid head (use_ordered_embeddings): keeps the scores of the tokens of each row's
   // centroid_top_k best clusters and masks the rest.
   void mask_to_top_clusters(const Tensor& centroid_scores, const Tensor& logits);

@@ -204,6 +204,17 @@ class Backend {
   virtual void adjust_logits(const Tensor& logits, const std::vector<LogitAdjustRow>& rows) = 0;
   // Top-n log-probabilities per row (log_softmax of logits): ids [R, n] i32, logprobs [R, n] f32.
   virtual void top_logprobs(const Tensor& logits, int n, const Tensor& ids, const Tensor& logprobs) = 0;
+  // Greedy ids computed and kept on the device, with no host input (so a CUDA graph can record
+  // them): the MTP drafter's draft tokens, each the next draft step's input. Ties go to the lowest
+  // token id, as the sampler's greedy rows.
+  //   argmax_rows: out_ids[r] = argmax of logits row r (f32 [R, V]).
+  //   centroid_head_argmax: the centroid head (use_ordered_embeddings, gemma4-architecture.md §5.1)
+  //     without its [R, V] logits: per row of d [R, H], the top_k clusters by centroid_scores
+  //     (f32 [R, C], ties to the lower cluster), then the token t of those clusters with the largest
+  //     d·embed[t]; cluster c owns token_ordering (i32 [V]) entries [c·V/C, (c+1)·V/C).
+  virtual void argmax_rows(const Tensor& logits, const Tensor& out_ids) = 0;
+  virtual void centroid_head_argmax(const Tensor& d, const Tensor& embed, const Tensor& centroid_scores,
+                                    const Tensor& token_ordering, int top_k, const Tensor& out_ids) = 0;
 
   // ---- graphs (optional: the cuda backend records CUDA graphs) --------------------------------
   // Record a sequence of ops once and replay it with one launch (decode steps). Callers check

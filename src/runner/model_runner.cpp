@@ -26,6 +26,7 @@ ModelRunner::ModelRunner(Gemma4Model& model, KvCache& cache, int page_size, int 
     h.top_logprobs = be_.host_buffer(size_t(max_logit_rows) * kMaxTopLogprobs * sizeof(float));
   }
   graphs.max_batch = std::min({graphs.max_batch, max_tokens, max_logit_rows});
+  graphs.max_rows = std::min(max_tokens, max_logit_rows);
   if (graphs.max_batch > 0 && be_.supports_graphs())
     graphs_ = std::make_unique<DecodeGraphs>(model_, cache_, page_size_, graphs);
 }
@@ -83,10 +84,12 @@ void ModelRunner::launch(const std::vector<SequenceStep>& seqs) {
 
   // The previous step's sampled ids stay in out_ids_ until this step's sampling overwrites them:
   // the feedback copy is enqueued before that, and the previous step's host copy before both.
-  const bool decode_only = st.num_prompt_rows == 0 && st.num_sampled == int(seqs.size()) &&
-                           std::all_of(seqs.begin(), seqs.end(), [](const SequenceStep& s) { return s.q_len == 1; });
-  if (graphs_ && decode_only && graphs_->accepts(seqs)) {
-    // Sampled rows are 0..n-1 in sequence order, as the graph's logits rows are.
+  // Decode and verify steps: every row sampled, the same rows per sequence.
+  const bool all_rows_sampled = st.num_prompt_rows == 0 && std::all_of(seqs.begin(), seqs.end(), [](const SequenceStep& s) {
+                                  return s.sampled_rows() == s.q_len;
+                                });
+  if (graphs_ && all_rows_sampled && graphs_->accepts(seqs)) {
+    // Sampled rows are 0..n-1 in row order, as the graph's logits rows are.
     st.fwd = graphs_->forward(seqs, ids, out_ids_, feedback);
     counters_.graph_steps++;
   } else {

@@ -87,6 +87,10 @@ class FakeBackend : public Backend {
   void sample(const Tensor&, const std::vector<SamplingRow>&, const Tensor&, const Tensor&) override { throw no_op(); }
   void adjust_logits(const Tensor&, const std::vector<LogitAdjustRow>&) override { throw no_op(); }
   void top_logprobs(const Tensor&, int, const Tensor&, const Tensor&) override { throw no_op(); }
+  void argmax_rows(const Tensor&, const Tensor&) override { throw no_op(); }
+  void centroid_head_argmax(const Tensor&, const Tensor&, const Tensor&, const Tensor&, int, const Tensor&) override {
+    throw no_op();
+  }
   void scatter_ids(const Tensor&, const Tensor&, const std::vector<std::pair<int, int>>&) override { throw no_op(); }
 
   int uploads = 0;

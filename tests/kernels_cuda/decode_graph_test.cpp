@@ -9,6 +9,7 @@
 #include "backend_harness.h"
 #include "model/dummy_weights.h"
 #include "model/presets.h"
+#include "runner/batch_builder.h"
 #include "runner/decode_graphs.h"
 #include "runner/model_runner.h"
 

@@ -165,6 +165,11 @@ class CpuBackend final : public Backend {
   void top_logprobs(const Tensor& logits, int n, const Tensor& ids, const Tensor& logprobs) override {
     cpu::top_logprobs(pool_, logits, n, ids, logprobs);
   }
+  void argmax_rows(const Tensor& logits, const Tensor& out_ids) override { cpu::argmax_rows(logits, out_ids); }
+  void centroid_head_argmax(const Tensor& d, const Tensor& embed, const Tensor& centroid_scores,
+                            const Tensor& token_ordering, int top_k, const Tensor& out_ids) override {
+    cpu::centroid_head_argmax(pool_, d, embed, centroid_scores, token_ordering, top_k, out_ids);
+  }
 
  private:
   cpu::ThreadPool pool_;

@@ -82,5 +82,9 @@ void sample(ThreadPool& pool, const Tensor& logits, const std::vector<SamplingRo
             const Tensor& out_logprobs);
 void adjust_logits(const Tensor& logits, const std::vector<LogitAdjustRow>& rows);
 void top_logprobs(ThreadPool& pool, const Tensor& logits, int n, const Tensor& ids, const Tensor& logprobs);
+// Greedy ids without the sampler (cpu_greedy_head.cpp): the MTP drafter's draft tokens.
+void argmax_rows(const Tensor& logits, const Tensor& out_ids);
+void centroid_head_argmax(ThreadPool& pool, const Tensor& d, const Tensor& embed, const Tensor& centroid_scores,
+                          const Tensor& token_ordering, int top_k, const Tensor& out_ids);
 
 }  // namespace gs::cpu

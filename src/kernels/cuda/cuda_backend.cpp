@@ -27,6 +27,7 @@
 #include "kernels/cuda/norms.h"
 #include "kernels/cuda/qkv_prepare.h"
 #include "kernels/cuda/sampling.h"
+#include "kernels/cuda/greedy_head.h"
 #include "kernels/cuda/scatter_ids.h"
 #include "kernels/cuda/scratch_arena.h"
 #include "ops/logit_adjust.h"
@@ -395,6 +396,17 @@ class CudaBackend final : public Backend {
     GS_CHECK(fence <= last_fence_, "wait_fence: fence {} was never recorded (last {})", fence, last_fence_);
     if (fence == 0) return;
     GS_CUDA_CHECK(cudaEventSynchronize(fences_[fence % fences_.size()]));
+  }
+
+  void argmax_rows(const Tensor& logits, const Tensor& out_ids) override {
+    void* scratch = scratch_->get(cuda::greedy_head_scratch_bytes(logits.rows(), 1), capturing(), "argmax_rows");
+    cuda::launch_argmax_rows(logits, out_ids, scratch, stream_);
+  }
+  void centroid_head_argmax(const Tensor& d, const Tensor& embed, const Tensor& centroid_scores,
+                            const Tensor& token_ordering, int top_k, const Tensor& out_ids) override {
+    void* scratch =
+        scratch_->get(cuda::greedy_head_scratch_bytes(d.rows(), top_k), capturing(), "centroid_head_argmax");
+    cuda::launch_centroid_head_argmax(d, embed, centroid_scores, token_ordering, top_k, out_ids, scratch, stream_);
   }
 
   void scatter_ids(const Tensor& dst, const Tensor& src, const std::vector<std::pair<int, int>>& pairs) override {

@@ -1,0 +1,208 @@
+#include <cuda_bf16.h>
+
+#include "kernels/cuda/greedy_head.h"
+#include "kernels/cuda/launch_util.h"
+
+namespace gs::cuda {
+namespace {
+
+// A float and a token id packed so that unsigned comparison orders by value, then by the lower id:
+// the largest key is the argmax with ties to the lowest id, and one atomicMax reduces a row.
+__device__ __forceinline__ unsigned long long pack_key(float v, unsigned id) {
+  unsigned u = __float_as_uint(v);
+  u = (u & 0x80000000u) ? ~u : (u | 0x80000000u);
+  return (static_cast<unsigned long long>(u) << 32) | (0xFFFFFFFFu - id);
+}
+__device__ __forceinline__ int key_id(unsigned long long k) { return int(0xFFFFFFFFu - unsigned(k & 0xFFFFFFFFu)); }
+
+__device__ __forceinline__ float to_f(float x) { return x; }
+__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+
+__device__ __forceinline__ unsigned long long warp_max(unsigned long long k) {
+  for (int o = 16; o > 0; o >>= 1) {
+    const unsigned long long other = __shfl_xor_sync(0xFFFFFFFFu, k, o);
+    k = other > k ? other : k;
+  }
+  return k;
+}
+
+// One block's largest key into *best (atomicMax), from each thread's own.
+__device__ void block_max_into(unsigned long long k, unsigned long long* best) {
+  __shared__ unsigned long long warps[32];
+  k = warp_max(k);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  if (lane == 0) warps[warp] = k;
+  __syncthreads();
+  if (warp == 0) {
+    k = lane < int(blockDim.x >> 5) ? warps[lane] : 0ull;
+    k = warp_max(k);
+    if (lane == 0) atomicMax(best, k);
+  }
+}
+
+__global__ void reset_keys_kernel(unsigned long long* best, int rows) {
+  pdl_enter();
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r < rows) best[r] = 0ull;
+}
+
+__global__ void keys_to_ids_kernel(const unsigned long long* best, int* out, int rows) {
+  pdl_enter();
+  const int r = blockIdx.x * blockDim.x + threadIdx.x;
+  if (r < rows) out[r] = key_id(best[r]);
+}
+
+// grid (chunks, R): each block scans a slice of one row.
+__global__ void argmax_rows_kernel(const float* logits, int64_t V, int64_t chunk, unsigned long long* best) {
+  pdl_enter();
+  const int r = blockIdx.y;
+  const int64_t lo = int64_t(blockIdx.x) * chunk, hi = min(V, lo + chunk);
+  const float* row = logits + int64_t(r) * V;
+  unsigned long long k = 0ull;
+  for (int64_t v = lo + threadIdx.x; v < hi; v += blockDim.x) {
+    const unsigned long long c = pack_key(row[v], unsigned(v));
+    k = c > k ? c : k;
+  }
+  block_max_into(k, best + r);
+}
+
+// One block per row: the top_k clusters by a bitonic sort of (score, cluster) keys in shared memory.
+__global__ void top_clusters_kernel(const float* scores, int C, int pow2, int top_k, int* chosen,
+                                    unsigned long long* best) {
+  pdl_enter();
+  extern __shared__ unsigned long long keys[];
+  const int r = blockIdx.x;
+  for (int i = threadIdx.x; i < pow2; i += blockDim.x)
+    keys[i] = i < C ? pack_key(scores[int64_t(r) * C + i], unsigned(i)) : 0ull;
+  if (threadIdx.x == 0) best[r] = 0ull;
+  __syncthreads();
+  // Descending bitonic sort.
+  for (int size = 2; size <= pow2; size <<= 1)
+    for (int stride = size >> 1; stride > 0; stride >>= 1) {
+      for (int i = threadIdx.x; i < pow2 / 2; i += blockDim.x) {
+        const int lo = 2 * i - (i & (stride - 1)), hi = lo + stride;
+        const bool descending = (lo & size) == 0;
+        const unsigned long long a = keys[lo], b = keys[hi];
+        if ((a < b) == descending) keys[lo] = b, keys[hi] = a;
+      }
+      __syncthreads();
+    }
+  for (int i = threadIdx.x; i < top_k; i += blockDim.x) chosen[r * top_k + i] = key_id(keys[i]);
+}
+
+// grid (top_k, R): block (k, r) scores the tokens of row r's k-th cluster, a warp per token.
+template <typename T>
+__global__ void cluster_dots_kernel(const T* d, const T* embed, int H, const int* token_ordering, int per,
+                                    const int* chosen, int top_k, unsigned long long* best) {
+  pdl_enter();
+  extern __shared__ float dr[];
+  const int r = blockIdx.y;
+  for (int h = threadIdx.x; h < H; h += blockDim.x) dr[h] = to_f(d[int64_t(r) * H + h]);
+  __syncthreads();
+  const int cluster = chosen[r * top_k + blockIdx.x];
+  const int* tokens = token_ordering + int64_t(cluster) * per;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+  unsigned long long k = 0ull;
+  for (int j = warp; j < per; j += warps) {
+    const int t = tokens[j];
+    const T* e = embed + int64_t(t) * H;
+    float acc = 0.f;
+    for (int h = lane; h < H; h += 32) acc += dr[h] * to_f(e[h]);
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xFFFFFFFFu, acc, o);
+    const unsigned long long c = pack_key(acc, unsigned(t));
+    k = c > k ? c : k;
+  }
+  block_max_into(k, best + r);
+}
+
+struct Scratch {
+  unsigned long long* best;
+  int* chosen;
+};
+Scratch carve(void* scratch, int64_t rows) {
+  char* p = static_cast<char*>(scratch);
+  Scratch s;
+  s.best = reinterpret_cast<unsigned long long*>(p);
+  s.chosen = reinterpret_cast<int*>(p + (rows * 8 + 255) / 256 * 256);
+  return s;
+}
+
+template <typename T>
+void launch_cluster_dots(const Tensor& d, const Tensor& embed, const Tensor& token_ordering, int per, const Scratch& s,
+                         int top_k, dim3 grid, cudaStream_t stream) {
+  const int H = int(d.cols());
+  const size_t smem = size_t(H) * 4;
+  allow_smem(cluster_dots_kernel<T>, smem);
+  launch_pdl("cluster_dots_kernel", cluster_dots_kernel<T>, grid, dim3(256), smem, stream, d.ptr<const T>(),
+             embed.ptr<const T>(), H, token_ordering.ptr<const int>(), per, s.chosen, top_k, s.best);
+}
+
+void launch_keys_to_ids(const Scratch& s, const Tensor& out_ids, int rows, cudaStream_t stream) {
+  launch_pdl("keys_to_ids_kernel", keys_to_ids_kernel, (rows + 127) / 128, 128, 0, stream, s.best,
+             out_ids.ptr<int>(), rows);
+  GS_CUDA_LAUNCHED("keys_to_ids");
+}
+
+}  // namespace
+
+size_t greedy_head_scratch_bytes(int64_t rows, int top_k) {
+  return size_t((rows * 8 + 255) / 256 * 256 + (rows * std::max(top_k, 1) * 4 + 255) / 256 * 256);
+}
+
+void launch_argmax_rows(const Tensor& logits, const Tensor& out_ids, void* scratch, cudaStream_t stream) {
+  check_cuda_tensor(logits, "argmax_rows", "logits");
+  check_dtype(logits, DType::F32, "argmax_rows", "logits");
+  check_dtype(out_ids, DType::I32, "argmax_rows", "out_ids");
+  const int R = int(logits.rows());
+  const int64_t V = logits.cols();
+  require(out_ids.numel() == R, "argmax_rows: out_ids ", out_ids.str(), " for ", R, " rows");
+  if (R == 0) return;
+  const Scratch s = carve(scratch, R);
+  launch_pdl("reset_keys_kernel", reset_keys_kernel, (R + 127) / 128, 128, 0, stream, s.best, R);
+  // Enough blocks to stream the rows with the whole GPU at one row, ~32 KB of logits a block.
+  const int64_t chunk = 8192;
+  const dim3 grid(unsigned((V + chunk - 1) / chunk), unsigned(R));
+  launch_pdl("argmax_rows_kernel", argmax_rows_kernel, grid, 256, 0, stream, logits.ptr<float>(), V, chunk, s.best);
+  GS_CUDA_LAUNCHED("argmax_rows");
+  launch_keys_to_ids(s, out_ids, R, stream);
+}
+
+void launch_centroid_head_argmax(const Tensor& d, const Tensor& embed, const Tensor& centroid_scores,
+                                 const Tensor& token_ordering, int top_k, const Tensor& out_ids, void* scratch,
+                                 cudaStream_t stream) {
+  const char* op = "centroid_head_argmax";
+  check_cuda_tensor(d, op, "d");
+  check_cuda_tensor(embed, op, "embed");
+  check_dtype(centroid_scores, DType::F32, op, "centroid_scores");
+  check_dtype(token_ordering, DType::I32, op, "token_ordering");
+  check_dtype(out_ids, DType::I32, op, "out_ids");
+  require(d.dtype == embed.dtype, op, ": d ", d.str(), " and embed ", embed.str(), " must share a dtype");
+  const int R = int(d.rows()), H = int(d.cols()), C = int(centroid_scores.cols());
+  const int64_t V = embed.rows();
+  require(embed.cols() == H && centroid_scores.rows() == R && out_ids.numel() == R && token_ordering.numel() == V,
+          op, ": shapes d ", d.str(), " embed ", embed.str(), " scores ", centroid_scores.str(), " ordering ",
+          token_ordering.str(), " out ", out_ids.str());
+  require(C > 0 && V % C == 0 && top_k >= 1 && top_k <= C && C <= 8192, op, ": ", C, " clusters of vocabulary ", V,
+          ", top ", top_k);
+  if (R == 0) return;
+  const Scratch s = carve(scratch, R);
+  int pow2 = 1;
+  while (pow2 < C) pow2 <<= 1;
+  const size_t sort_smem = size_t(pow2) * 8;
+  allow_smem(top_clusters_kernel, sort_smem);
+  launch_pdl("top_clusters_kernel", top_clusters_kernel, R, 1024, sort_smem, stream, centroid_scores.ptr<float>(), C,
+             pow2, top_k, s.chosen, s.best);
+  GS_CUDA_LAUNCHED("top_clusters");
+  const int per = int(V / C);
+  const dim3 grid{unsigned(top_k), unsigned(R)};
+  if (d.dtype == DType::BF16)
+    launch_cluster_dots<__nv_bfloat16>(d, embed, token_ordering, per, s, top_k, grid, stream);
+  else if (d.dtype == DType::F32)
+    launch_cluster_dots<float>(d, embed, token_ordering, per, s, top_k, grid, stream);
+  else
+    fail(str_cat(op, ": d has dtype ", dtype_name(d.dtype), "; expected bf16 or f32"));
+  GS_CUDA_LAUNCHED("cluster_dots");
+  launch_keys_to_ids(s, out_ids, R, stream);
+}
+
+}  // namespace gs::cuda
