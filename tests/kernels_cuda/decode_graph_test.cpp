@@ -95,10 +95,11 @@ double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
 // as tight as batch invariance allows: GEMMs of 3 and 4 rows may pick different algorithms, and in a
 // MoE model a one-ulp change can flip a near-tied router choice, so it is checked for the MoE
 // model only where no padding was needed.
-void check_graph_matches_eager(ModelConfig cfg) {
+// q_len > 1: speculative verify steps (every sequence brings its newest token and q_len - 1 drafts).
+void check_graph_matches_eager(ModelConfig cfg, int q_len = 1) {
   const int max_len = 700;
   Fixture f = make_fixture(cfg, 20, max_len);
-  DecodeGraphs graphs(*f.model, f.cache, f.page_size, DecodeGraphOptions{20, max_len});
+  DecodeGraphs graphs(*f.model, f.cache, f.page_size, DecodeGraphOptions{20, max_len, q_len, 64});
   std::mt19937 rng(12345);
   // Batch sizes that fill a bucket exactly and ones that need padding; contexts on both sides of
   // the 256 / 512 context buckets and of page boundaries; repeated shapes replay the graph.
@@ -106,41 +107,43 @@ void check_graph_matches_eager(ModelConfig cfg) {
                                                    {9, 300}, {17, 16}, {20, 600}, {9, 301}, {1, 699}};
   int replays_expected = 0;
   for (auto [n, base_len] : shapes) {
+    if (graphs.bucket_rows(n) * q_len > 64) continue;  // beyond the rows the model reserved
+    const int rows_n = n * q_len;
     std::vector<std::vector<int>> tables(static_cast<size_t>(n) * kNumKvGroups);
     std::vector<SequenceStep> steps(static_cast<size_t>(n));
-    std::vector<int> ids(static_cast<size_t>(n));
+    std::vector<int> ids(static_cast<size_t>(rows_n));
     for (int s = 0; s < n; ++s) {
-      const int cached = std::max(0, base_len - int(rng() % 7));  // ragged contexts
+      const int cached = std::max(0, std::min(base_len, max_len - q_len) - int(rng() % 7));  // ragged contexts
       std::vector<int>* t = &tables[size_t(s) * kNumKvGroups];
-      tables_for(f, s, cached + 1, t);
+      tables_for(f, s, cached + q_len, t);
       steps[size_t(s)].start = cached;
-      steps[size_t(s)].q_len = 1;
+      steps[size_t(s)].q_len = q_len;
       for (int g = 0; g < kNumKvGroups; ++g)
         if (!t[g].empty()) steps[size_t(s)].page_table[g] = &t[g];
-      ids[size_t(s)] = int(rng() % uint32_t(cfg.vocab_size));
+      for (int r = 0; r < q_len; ++r) ids[size_t(s * q_len + r)] = int(rng() % uint32_t(cfg.vocab_size));
     }
     ASSERT_TRUE(graphs.accepts(steps));
     const int before = graphs.num_graphs();
     ForwardOutput g_out = graphs.forward(steps, ids);
     const bool replayed = graphs.num_graphs() == before;
     replays_expected += replayed;
-    std::vector<float> from_graph = logits_of(*f.be, g_out.logits, n);
+    std::vector<float> from_graph = logits_of(*f.be, g_out.logits, rows_n);
     // The same step again is certainly a replay (it rewrites the same K/V values).
-    std::vector<float> again = logits_of(*f.be, graphs.forward(steps, ids).logits, n);
+    std::vector<float> again = logits_of(*f.be, graphs.forward(steps, ids).logits, rows_n);
     EXPECT_EQ(graphs.num_graphs(), before + !replayed);
     EXPECT_EQ(again, from_graph) << n << " sequences at ~" << base_len << ": replay differs from the first run";
     if (cfg.moe && graphs.bucket_rows(n) != n) continue;
 
     // The same step eagerly (it rewrites the same K/V values at the same slots).
-    Tensor ids_t = f.be->empty(DType::I32, Shape{n});
+    Tensor ids_t = f.be->empty(DType::I32, Shape{rows_n});
     f.be->copy_from_host(ids_t, ids.data());
-    std::vector<int> rows(static_cast<size_t>(n));
-    for (int r = 0; r < n; ++r) rows[size_t(r)] = r;
-    Tensor rows_t = f.be->empty(DType::I32, Shape{n});
+    std::vector<int> rows(static_cast<size_t>(rows_n));
+    for (int r = 0; r < rows_n; ++r) rows[size_t(r)] = r;
+    Tensor rows_t = f.be->empty(DType::I32, Shape{rows_n});
     f.be->copy_from_host(rows_t, rows.data());
     AttentionBatch batch = build_attention_batch(*f.be, steps, f.page_size);
     ForwardOutput e_out = f.model->forward(ids_t, batch, f.cache, rows_t);
-    std::vector<float> eager = logits_of(*f.be, e_out.logits, n);
+    std::vector<float> eager = logits_of(*f.be, e_out.logits, rows_n);
     EXPECT_LT(rel_err(from_graph, eager), 2e-2) << n << " sequences at ~" << base_len
                                                 << (replayed ? " (replayed)" : " (captured)");
   }
@@ -158,6 +161,13 @@ class DecodeGraphsTest : public ::testing::Test {
 TEST_F(DecodeGraphsTest, DenseReplayMatchesEager) { check_graph_matches_eager(preset_config("demo")); }
 
 TEST_F(DecodeGraphsTest, MoeReplayMatchesEager) { check_graph_matches_eager(small_moe_config()); }
+
+TEST_F(DecodeGraphsTest, VerifyStepsReplayMatchesEager) {
+  check_graph_matches_eager(preset_config("demo"), 4);
+  check_graph_matches_eager(preset_config("demo"), 2);
+}
+
+TEST_F(DecodeGraphsTest, MoeVerifyStepsReplayMatchesEager) { check_graph_matches_eager(small_moe_config(), 3); }
 
 TEST_F(DecodeGraphsTest, BucketsPadUpAndStopAtTheLimits) {
   Fixture f = make_fixture(preset_config("demo"), 4, 1000);

@@ -150,6 +150,34 @@ TEST_P(DrafterParity, EachStepFromTheReferenceInputsMatches) {
   }
 }
 
+// The serving loop's round (Gemma4Drafter::greedy_step: ids chosen on the backend, the centroid
+// head scoring only its chosen clusters, each step's ids the next step's input on the device) drafts
+// exactly transformers' tokens.
+TEST_P(DrafterParity, GreedyStepsOnTheDeviceDraftTheReferenceTokens) {
+  const std::string pair = GetParam();
+  Pair p = load_pair(pair);
+  Backend& be = *p.backend;
+  const int Ht = p.target->config().hidden_size;
+  for (int n : contexts_of(pair)) {
+    SCOPED_TRACE("context of " + std::to_string(n) + " tokens");
+    const std::string base = pair_dir(pair) + "/";
+    const std::vector<int> ctx = npy_token_ids(read_npy(base + "ctx_" + std::to_string(n) + ".npy"), "ctx");
+    std::ifstream jf(base + "draft_" + std::to_string(n) + ".json");
+    const std::vector<int> want = nlohmann::json::parse(jf).at("draft").get<std::vector<int>>();
+    DraftContext f = prefill(p, ctx);
+    const int K = int(want.size());
+    Tensor ids = be.empty(DType::I32, Shape{K + 1});
+    Tensor hidden = be.empty(be.activation_dtype(), Shape{1, Ht});
+    be.copy_from_host(ids.slice(0, 1), &ctx.back());
+    be.copy(hidden, f.seed_hidden);
+    Tensor h = hidden;
+    for (int k = 0; k < K; ++k) h = p.drafter->greedy_step(ids.slice(k, 1), h, f.draft_batch, f.cache, ids.slice(k + 1, 1));
+    std::vector<int> got(static_cast<size_t>(K) + 1);
+    be.copy_to_host(ids, got.data());
+    EXPECT_EQ(std::vector<int>(got.begin() + 1, got.end()), want);
+  }
+}
+
 // vLLM's convention drafts from the position before the newest token: the same keys for a short
 // context, another rotary position, so other logits than transformers' (and its own batch rows end
 // the context).
