@@ -94,17 +94,24 @@ class VisionAttentionTest : public ::testing::Test {
 
     // q ~ U(-2, 2), k, v ~ U(-1, 1): scores of a few units, as the tower's normed q/k give.
     std::uniform_real_distribution<float> uq(-2.f, 2.f), ukv(-1.f, 1.f);
-    std::vector<std::vector<uint16_t>> host(size_t(num_buffers), std::vector<uint16_t>(size_t(view_elems)));
+    std::vector<std::vector<uint16_t>> host(static_cast<size_t>(num_buffers), std::vector<uint16_t>(static_cast<size_t>(view_elems)));
     for (int b = 0; b < num_buffers; ++b)
       for (int64_t i = 0; i < view_elems; ++i) {
         const int64_t colm = i % stride;
         const bool is_q = c.fused_qkv ? colm < width : b == 0;
         host[size_t(b)][size_t(i)] = f32_to_bits(is_q ? uq(rng_) : ukv(rng_));
       }
-    auto at = [&](int which, int row, int head, int e) {  // which: 0 q, 1 k, 2 v
+    // The values the kernel reads, as floats: qkv[which][(row·heads + head)·head_dim + e].
+    std::vector<std::vector<float>> qkv(3, std::vector<float>(static_cast<size_t>(int64_t(alloc_rows) * width)));
+    for (int which = 0; which < 3; ++which) {
       const int b = c.fused_qkv ? 0 : which;
       const int64_t off = c.fused_qkv ? which * width : 0;
-      return bits_to_f32(host[size_t(b)][size_t(int64_t(row) * stride + off + int64_t(head) * c.head_dim + e)]);
+      for (int64_t r = 0; r < alloc_rows; ++r)
+        for (int64_t i = 0; i < width; ++i)
+          qkv[size_t(which)][size_t(r * width + i)] = bits_to_f32(host[size_t(b)][size_t(r * stride + off + i)]);
+    }
+    auto row_of = [&](int which, int row, int head) {
+      return &qkv[size_t(which)][size_t((int64_t(row) * c.heads + head) * c.head_dim)];
     };
 
     std::vector<std::unique_ptr<DeviceBuffer>> dev;
@@ -123,12 +130,12 @@ class VisionAttentionTest : public ::testing::Test {
     cuda::vattn::vision_attention_tile(c.tile, base[0], stride, base[1], stride, base[2], stride, out.as<bf16>(),
                                        d_cu.as<int>(), int(c.rows.size()), max_rows, c.heads, c.head_dim, nullptr);
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    std::vector<uint16_t> got(size_t(alloc_rows) * width);
+    std::vector<uint16_t> got(static_cast<size_t>(alloc_rows) * width);
     EXPECT_EQ(cudaMemcpy(got.data(), out.p, got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
 
     // Reference, one (row, head) per task: softmax over the row's image, in double.
     const int d = c.head_dim;
-    std::vector<int> image_of(size_t(total));
+    std::vector<int> image_of(static_cast<size_t>(total));
     for (size_t i = 0; i + 1 < cu.size(); ++i)
       for (int r = cu[i]; r < cu[i + 1]; ++r) image_of[size_t(r)] = int(i);
     struct Partial {
@@ -136,16 +143,18 @@ class VisionAttentionTest : public ::testing::Test {
       double err2 = 0, ref2 = 0;
       std::string first_bad;
     };
-    std::vector<Partial> parts(size_t(total));
+    std::vector<Partial> parts(static_cast<size_t>(total));
     auto check_row = [&](int r) {
       Partial& p = parts[size_t(r)];
       const int img = image_of[size_t(r)], k0 = cu[size_t(img)], k1 = cu[size_t(img) + 1];
-      std::vector<double> score(size_t(k1 - k0)), acc(size_t(d));
+      std::vector<double> score(static_cast<size_t>(k1 - k0)), acc(static_cast<size_t>(d));
       for (int h = 0; h < c.heads; ++h) {
         double mx = -INFINITY;
+        const float* qr = row_of(0, r, h);
         for (int key = k0; key < k1; ++key) {
+          const float* kr = row_of(1, key, h);
           double dot = 0;
-          for (int e = 0; e < d; ++e) dot += double(at(0, r, h, e)) * at(1, key, h, e);
+          for (int e = 0; e < d; ++e) dot += double(qr[e]) * kr[e];
           score[size_t(key - k0)] = dot;  // scale 1.0
           mx = std::max(mx, dot);
         }
@@ -154,7 +163,8 @@ class VisionAttentionTest : public ::testing::Test {
         for (int key = k0; key < k1; ++key) {
           const double w = std::exp(score[size_t(key - k0)] - mx);
           sum += w;
-          for (int e = 0; e < d; ++e) acc[size_t(e)] += w * at(2, key, h, e);
+          const float* vr = row_of(2, key, h);
+          for (int e = 0; e < d; ++e) acc[size_t(e)] += w * vr[e];
         }
         double row_max = 0;
         for (double& x : acc) x /= sum, row_max = std::max(row_max, std::abs(x));

@@ -40,8 +40,10 @@
 // factors to its partner warp (kRowSplitSoftmax: two warps on one SM sub-partition do not issue
 // the same softmax).
 //
-// The vision-block overlay is not implemented here: the dispatcher keeps such batches on the
-// mma.sync kernels (plan_attention rejects a forced wgmma kernel with the overlay on).
+// The vision-block overlay (gemma4-architecture.md §3.4): a CTA with a row in an image block also
+// visits this step's keys (split_key_tiles, any_mm), and the mask of its boundary tiles lets an
+// image row see the keys of its own block (softmax_tile, TileRows::mm). Warps without image rows,
+// and whole launches without the overlay, keep the text mask and key range unchanged.
 #pragma once
 #include <cuda.h>  // CUtensorMap (a type only: nothing of the driver library is linked)
 #include <cuda_bf16.h>
@@ -196,8 +198,11 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     if (p >= 0) pmin = min(pmin, p), pmax = max(pmax, p);
   }
   pmin = __reduce_min_sync(0xffffffffu, pmin), pmax = __reduce_max_sync(0xffffffffu, pmax);
-  // No image rows here. Tile it covers keys key0 + it·BN ..
-  const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, false, BN, a.key_align);
+  // Image rows (of either CTA when paired) extend the range to this step's keys. Tile it covers
+  // keys key0 + it·BN ..
+  bool any_mm = warp_any_image_row(a, cta.q0, cta.row0, min(cta.row0 + BM, cta.rows) - 1, lane);
+  if (range_rows > BM) any_mm |= warp_any_image_row(a, cta.q0, partner_row0, min(partner_row0 + BM, cta.rows) - 1, lane);
+  const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, any_mm, BN, a.key_align);
   const int key0 = kt.key0, n_tiles = kt.count;
 
   if (warp >= 8) {
@@ -253,7 +258,12 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   constexpr int NA = C::kAcc;
   auto issue_s = [&](float (&sc)[NA], int s) { wg_issue_s<C>(sc, q_desc, k_desc, s); };
   auto issue_pv = [&](const uint32_t (&p)[NA / 2], int s) { wg_issue_pv<C>(o, p, v_desc, s); };
-  const TileRows rows{cta.kv_len, a.window, wpmin, wpmax, {qpos[0], qpos[1]}};
+  TileRows rows{cta.kv_len, a.window, wpmin, wpmax, {qpos[0], qpos[1]}};
+  {
+    const int pr[2] = {cta.row0 + r_lo, cta.row0 + r_lo + 8};
+    const int t[2] = {pr[0] < cta.rows ? cta.q0 + pr[0] / a.group : -1, pr[1] < cta.rows ? cta.q0 + pr[1] / a.group : -1};
+    set_overlay(rows, a.mm_block, cta.q0, cta.first_new_key, t);
+  }
   auto softmax = [&](float (&sc)[NA], int k0, float (&alpha)[2]) {
     softmax_tile<BN>(sc, k0, rows, a.scale_log2, lane, m_run, l_run, alpha);
   };

@@ -141,7 +141,8 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
             }
             pmin = __reduce_min_sync(0xffffffffu, pmin), pmax = __reduce_max_sync(0xffffffffu, pmax);
           }
-          const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, false, BN, a.key_align);
+          const bool any_mm = warp_any_image_row(a, cta.q0, cta.row0, last, lane);
+          const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, any_mm, BN, a.key_align);
           it.q0 = cta.q0, it.rows = cta.rows, it.row0 = cta.row0, it.kvh = cta.kvh, it.split = cta.split;
           it.kv_len = cta.kv_len, it.first_new_key = cta.first_new_key, it.key0 = kt.key0, it.n_tiles = kt.count;
           it.q_tma = a.tma_q && cta.row0 + BM <= cta.rows;
@@ -276,7 +277,12 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
     for (int h = 0; h < 2; ++h)
       if (qpos[h] >= 0) wpmin = min(wpmin, qpos[h]), wpmax = max(wpmax, qpos[h]);
     wpmin = __reduce_min_sync(0xffffffffu, wpmin), wpmax = __reduce_max_sync(0xffffffffu, wpmax);
-    const TileRows rows{it.kv_len, a.window, wpmin, wpmax, {qpos[0], qpos[1]}};
+    TileRows rows{it.kv_len, a.window, wpmin, wpmax, {qpos[0], qpos[1]}};
+    {
+      const int pr[2] = {it.row0 + r_lo, it.row0 + r_lo + 8};
+      const int t[2] = {pr[0] < it.rows ? it.q0 + pr[0] / a.group : -1, pr[1] < it.rows ? it.q0 + pr[1] / a.group : -1};
+      set_overlay(rows, a.mm_block, it.q0, it.first_new_key, t);
+    }
 
     if (it.q_tma) {
       wg::mbar_wait(q_full(wgi), q_loads & 1);
