@@ -61,7 +61,7 @@ struct VisionCase {
   int head_dim = 64;
   bool fused_qkv = true;    // q, k, v are column slices of one [rows, 3·width + pad] buffer
   int extra_rows = 3;       // poisoned rows after the last image (must stay untouched)
-  VisionTile tile = cuda::vattn::kDefaultTile;
+  int tile = -1;            // >= 0: this VisionTile, else the one vision_attention() chooses
 };
 
 struct VisionResult {
@@ -127,8 +127,13 @@ class VisionAttentionTest : public ::testing::Test {
     EXPECT_EQ(cudaMemset(out.p, 0xff, size_t(alloc_rows) * width * 2), cudaSuccess);  // NaN bf16 everywhere
     EXPECT_EQ(cudaMemcpy(d_cu.p, cu.data(), cu.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
 
-    cuda::vattn::vision_attention_tile(c.tile, base[0], stride, base[1], stride, base[2], stride, out.as<bf16>(),
-                                       d_cu.as<int>(), int(c.rows.size()), max_rows, c.heads, c.head_dim, nullptr);
+    if (c.tile >= 0)
+      cuda::vattn::vision_attention_tile(VisionTile(c.tile), base[0], stride, base[1], stride, base[2], stride,
+                                         out.as<bf16>(), d_cu.as<int>(), int(c.rows.size()), max_rows, c.heads,
+                                         c.head_dim, nullptr);
+    else
+      cuda::vision_attention(base[0], stride, base[1], stride, base[2], stride, out.as<bf16>(), d_cu.as<int>(),
+                             int(c.rows.size()), max_rows, c.heads, c.head_dim, nullptr);
     EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     std::vector<uint16_t> got(static_cast<size_t>(alloc_rows) * width);
     EXPECT_EQ(cudaMemcpy(got.data(), out.p, got.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
@@ -205,7 +210,7 @@ class VisionAttentionTest : public ::testing::Test {
   void expect_close(const VisionCase& c) {
     const VisionResult r = run(c);
     SCOPED_TRACE(std::string("seed ") + std::to_string(seed_) + ", head_dim " + std::to_string(c.head_dim) +
-                 ", tile " + cuda::vattn::vision_tile_name(c.tile));
+                 ", tile " + (c.tile >= 0 ? cuda::vattn::vision_tile_name(VisionTile(c.tile)) : "chosen"));
     EXPECT_GT(r.elems, 0);
     EXPECT_EQ(r.nonfinite, 0);
     EXPECT_EQ(r.bad, 0) << r.first_bad;
@@ -239,7 +244,7 @@ TEST_F(VisionAttentionTest, EveryTileShape) {
   for (VisionTile t : {VisionTile::Rows16Keys64, VisionTile::Rows32Keys32, VisionTile::Rows32Keys64})
     for (int hd : {64, 72}) {
       VisionCase c{{33, 200, 1, 129}, 4, hd, true};
-      c.tile = t;
+      c.tile = int(t);
       expect_close(c);
     }
 }

@@ -76,6 +76,8 @@ __device__ __forceinline__ int pair_q_tile(const TileArgs& a, const PairUnit& u,
   return 2 * a.item_q_tiles - 1 - (2 * u.cell.x + rank);
 }
 
+// OV: the launch has the vision overlay (as attention_wgmma_kernel).
+template <bool OV>
 __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
     attention_wgmma_pair_persistent_kernel(const TileArgs a, const __grid_constant__ CUtensorMap tma_k,
                                            const __grid_constant__ CUtensorMap tma_v,
@@ -180,7 +182,7 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
             }
             pmin = __reduce_min_sync(0xffffffffu, pmin), pmax = __reduce_max_sync(0xffffffffu, pmax);
           }
-          const bool any_mm = warp_any_image_row(a, cta.q0, lo, last, lane);
+          const bool any_mm = OV && warp_any_image_row(a, cta.q0, lo, last, lane);
           const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, any_mm, BN, a.key_align);
           it.seq = pu.seq, it.q0 = cta.q0, it.rows = cta.rows, it.row0 = cta.row0, it.kvh = cta.kvh;
           it.split = cta.split, it.kv_len = cta.kv_len, it.first_new_key = cta.first_new_key;
@@ -307,7 +309,7 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
       }
       wpmin = __reduce_min_sync(0xffffffffu, wpmin), wpmax = __reduce_max_sync(0xffffffffu, wpmax);
       TileRows rows{it.kv_len, a.window, wpmin, wpmax, {qpos[0], qpos[1]}};
-      {
+      if constexpr (OV) {
         const int pr[2] = {it.row0 + r_lo, it.row0 + r_lo + 8};
         const int t[2] = {pr[0] < it.rows ? it.q0 + pr[0] / a.group : -1,
                           pr[1] < it.rows ? it.q0 + pr[1] / a.group : -1};
@@ -342,7 +344,7 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
         if (j == it.n_tiles - 1) release_here(q_empty(wgi));  // the next unit's Q may land in this half
         uint32_t p[NA / 2];
         float alpha[2];
-        row_split.run<NA>(sc, k0, rows, a.scale_log2, m_run, l_run, p, alpha);
+        row_split.template run<NA, OV>(sc, k0, rows, a.scale_log2, m_run, l_run, p, alpha);
         rescale_o_tile(o, alpha);
         wg::mbar_wait(bar.full_v(0), parity);
         wg::fence_proxy_async();

@@ -127,8 +127,9 @@ __device__ __forceinline__ void set_overlay(TileRows& r, const int* mm_block, in
 
 // Scale (log2 domain), mask on boundary tiles, online softmax: the unnormalised probabilities of
 // the tile replace the scores in sc (f32; pack_p_tile turns them into the bf16 A operand), the
-// factor the running O must be rescaled by goes into alpha.
-template <int BN>
+// factor the running O must be rescaled by goes into alpha. OV: the launch has the vision overlay
+// (a separate instantiation, so text-only kernels carry none of its code or registers).
+template <int BN, bool OV = false>
 __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], int k0, const TileRows& r, float scale_log2,
                                              int lane, float (&m_run)[2], float (&l_run)[2], float (&alpha)[2]) {
   constexpr int NA = BN / 2;
@@ -142,8 +143,9 @@ __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], int k0, const 
       const int h = (i >> 1) & 1;
       const int key = k0 + (i >> 2) * 8 + (lane & 3) * 2 + (i & 1);
       bool ok = key < r.kv_len && key <= r.qpos[h] && (r.window == 0 || r.qpos[h] - key < r.window);
-      if (r.mm != nullptr && !ok && r.qblk[h] >= 0 && key >= r.first_new_key && key < r.kv_len)
-        ok = r.mm[key - r.first_new_key] == r.qblk[h];
+      if constexpr (OV)
+        if (r.mm != nullptr && !ok && r.qblk[h] >= 0 && key >= r.first_new_key && key < r.kv_len)
+          ok = r.mm[key - r.first_new_key] == r.qblk[h];
       if (!ok) sc[i] = -INFINITY;
     }
   }

@@ -277,6 +277,18 @@ bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 
 
 }  // namespace
 
+// H200, 2520-row images (bench-kernels, 2026-11-28): 32 rows a warp reuse each K/V fragment
+// twice and win where the grid is large: 12x64 at 1 and 16 images 200 / 237 TFLOP/s against 173 /
+// 213 with 16 rows; 16x72 at 16 images 223 against 191. At head dim 72 that tile needs 255
+// registers (2 CTAs an SM), so a one-image grid (320 CTAs, 1.2 waves) loses: 149 against 159 with
+// 16 rows (3 CTAs an SM); 32 rows there only once the grid is 4 full waves or more.
+// (32-key tiles with 32 rows never won.)
+VisionTile choose_vision_tile(int num_images, int max_rows, int heads, int head_dim) {
+  if (head_dim == 64) return VisionTile::Rows32Keys64;
+  const int64_t ctas = int64_t((max_rows + 127) / 128) * heads * num_images;
+  return ctas >= int64_t(4) * 2 * sm_count() ? VisionTile::Rows32Keys64 : VisionTile::Rows16Keys64;
+}
+
 const char* vision_tile_name(VisionTile t) {
   switch (t) {
     case VisionTile::Rows16Keys64: return "16 rows/warp, 64-key tiles";
@@ -319,7 +331,7 @@ void vision_attention_tile(VisionTile tile, const bf16* q, int64_t q_stride, con
 void vision_attention(const __nv_bfloat16* q, int64_t q_stride, const __nv_bfloat16* k, int64_t k_stride,
                       const __nv_bfloat16* v, int64_t v_stride, __nv_bfloat16* out, const int* cu_rows,
                       int num_images, int max_rows, int heads, int head_dim, cudaStream_t stream) {
-  vattn::vision_attention_tile(vattn::kDefaultTile, q, q_stride, k, k_stride, v, v_stride, out, cu_rows,
+  vattn::vision_attention_tile(vattn::choose_vision_tile(num_images, max_rows, heads, head_dim), q, q_stride, k, k_stride, v, v_stride, out, cu_rows,
                                num_images, max_rows, heads, head_dim, stream);
 }
 

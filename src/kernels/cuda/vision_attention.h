@@ -27,10 +27,11 @@ double vision_attention_flops(const int* h_cu_rows, int num_images, int heads, i
 
 namespace vattn {
 // The tile shapes vision_attention() can run (rows of query per warp, keys per tile), for the
-// tests and the benchmark to pin one; vision_attention() uses kDefaultTile.
+// tests and the benchmark to pin one; vision_attention() runs choose_vision_tile()'s.
 enum class VisionTile { Rows16Keys64, Rows32Keys32, Rows32Keys64 };
-constexpr VisionTile kDefaultTile = VisionTile::Rows16Keys64;
 const char* vision_tile_name(VisionTile t);
+// The measured winner for the call's shape (vision_attention.cu says what was measured).
+VisionTile choose_vision_tile(int num_images, int max_rows, int heads, int head_dim);
 void vision_attention_tile(VisionTile tile, const __nv_bfloat16* q, int64_t q_stride, const __nv_bfloat16* k,
                            int64_t k_stride, const __nv_bfloat16* v, int64_t v_stride, __nv_bfloat16* out,
                            const int* cu_rows, int num_images, int max_rows, int heads, int head_dim,

@@ -47,10 +47,11 @@ std::vector<VisionAttentionBenchResult> run_shape(const Shape& s, int reps, bool
   const double flops = vision_attention_flops(h_cu.data(), s.images, s.heads, s.head_dim);
   const double bytes = double(total) * width * 2 * 4;
 
-  std::vector<vattn::VisionTile> tiles{vattn::kDefaultTile};
+  const vattn::VisionTile chosen = vattn::choose_vision_tile(s.images, s.rows, s.heads, s.head_dim);
+  std::vector<vattn::VisionTile> tiles{chosen};
   if (all_tiles)
     for (auto t : {vattn::VisionTile::Rows16Keys64, vattn::VisionTile::Rows32Keys32, vattn::VisionTile::Rows32Keys64})
-      if (t != vattn::kDefaultTile) tiles.push_back(t);
+      if (t != chosen) tiles.push_back(t);
   cudaEvent_t start, stop;
   GS_CUDA_CHECK(cudaEventCreate(&start));
   GS_CUDA_CHECK(cudaEventCreate(&stop));
@@ -72,7 +73,7 @@ std::vector<VisionAttentionBenchResult> run_shape(const Shape& s, int reps, bool
     VisionAttentionBenchResult res;
     res.name = std::string(s.tower) + " " + std::to_string(s.images) + "x" + std::to_string(s.rows) + " rows, " +
                std::to_string(s.heads) + "x" + std::to_string(s.head_dim);
-    res.tile = std::string(t == vattn::kDefaultTile ? "default: " : "") + vattn::vision_tile_name(t);
+    res.tile = std::string(t == chosen ? "chosen: " : "") + vattn::vision_tile_name(t);
     res.ms = times[times.size() / 2];
     res.tflops = flops / (res.ms * 1e-3) / 1e12;
     res.tbytes_per_s = bytes / (res.ms * 1e-3) / 1e12;
