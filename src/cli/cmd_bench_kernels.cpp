@@ -264,7 +264,8 @@ GS_REGISTER_COMMAND(bench_kernels, "bench-kernels",
                                      "measure only these groups (comma-separated; `attention` includes the vision "
                                      "tower's attention, `vision` is that alone)")
                           ->delimiter(',')
-                          ->check(CLI::IsMember({"gemm", "elementwise", "qkv", "moe", "sampling", "attention", "vision"}));
+                          ->check(CLI::IsMember(
+                              {"gemm", "elementwise", "qkv", "moe", "sampling", "attention", "vision"}));
                       return [=] { return run(*backend, *kernel_policy, *json, *reps, *skip_attention, *only); };
                     });
 

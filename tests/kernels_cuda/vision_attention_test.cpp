@@ -94,7 +94,8 @@ class VisionAttentionTest : public ::testing::Test {
 
     // q ~ U(-2, 2), k, v ~ U(-1, 1): scores of a few units, as the tower's normed q/k give.
     std::uniform_real_distribution<float> uq(-2.f, 2.f), ukv(-1.f, 1.f);
-    std::vector<std::vector<uint16_t>> host(static_cast<size_t>(num_buffers), std::vector<uint16_t>(static_cast<size_t>(view_elems)));
+    const std::vector<uint16_t> zeros(static_cast<size_t>(view_elems));
+    std::vector<std::vector<uint16_t>> host(static_cast<size_t>(num_buffers), zeros);
     for (int b = 0; b < num_buffers; ++b)
       for (int64_t i = 0; i < view_elems; ++i) {
         const int64_t colm = i % stride;

@@ -265,11 +265,7 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   auto issue_s = [&](float (&sc)[NA], int s) { wg_issue_s<C>(sc, q_desc, k_desc, s); };
   auto issue_pv = [&](const uint32_t (&p)[NA / 2], int s) { wg_issue_pv<C>(o, p, v_desc, s); };
   TileRows rows{cta.kv_len, a.window, wpmin, wpmax, {qpos[0], qpos[1]}};
-  if constexpr (OV) {
-    const int pr[2] = {cta.row0 + r_lo, cta.row0 + r_lo + 8};
-    const int t[2] = {pr[0] < cta.rows ? cta.q0 + pr[0] / a.group : -1, pr[1] < cta.rows ? cta.q0 + pr[1] / a.group : -1};
-    set_overlay(rows, a.mm_block, cta.q0, cta.first_new_key, t);
-  }
+  if constexpr (OV) set_overlay(rows, a, cta.q0, cta.rows, cta.first_new_key, cta.row0 + r_lo);
   auto softmax = [&](float (&sc)[NA], int k0, float (&alpha)[2]) {
     softmax_tile<BN, OV>(sc, k0, rows, a.scale_log2, lane, m_run, l_run, alpha);
   };

@@ -280,11 +280,7 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
       if (qpos[h] >= 0) wpmin = min(wpmin, qpos[h]), wpmax = max(wpmax, qpos[h]);
     wpmin = __reduce_min_sync(0xffffffffu, wpmin), wpmax = __reduce_max_sync(0xffffffffu, wpmax);
     TileRows rows{it.kv_len, a.window, wpmin, wpmax, {qpos[0], qpos[1]}};
-    if constexpr (OV) {
-      const int pr[2] = {it.row0 + r_lo, it.row0 + r_lo + 8};
-      const int t[2] = {pr[0] < it.rows ? it.q0 + pr[0] / a.group : -1, pr[1] < it.rows ? it.q0 + pr[1] / a.group : -1};
-      set_overlay(rows, a.mm_block, it.q0, it.first_new_key, t);
-    }
+    if constexpr (OV) set_overlay(rows, a, it.q0, it.rows, it.first_new_key, it.row0 + r_lo);
 
     if (it.q_tma) {
       wg::mbar_wait(q_full(wgi), q_loads & 1);

@@ -115,14 +115,15 @@ struct TileRows {
   int qblk[2] = {-1, -1};
 };
 
-// The overlay fields of `r` for a thread whose rows are tokens t[0], t[1] (-1 past the end) of a
-// sequence starting at token q0, when the launch has the overlay (a.mm_block set).
-__device__ __forceinline__ void set_overlay(TileRows& r, const int* mm_block, int q0, int first_new_key,
-                                            const int (&t)[2]) {
-  if (mm_block == nullptr) return;
+// The overlay fields of `r` for a thread whose rows are packed rows pr and pr + 8 of a sequence
+// (starting at token q0, `rows` packed rows, this step's keys from first_new_key), when the launch
+// has the overlay (a.mm_block set). Warp-wide.
+__device__ __forceinline__ void set_overlay(TileRows& r, const TileArgs& a, int q0, int rows, int first_new_key,
+                                            int pr) {
+  if (a.mm_block == nullptr) return;
 #pragma unroll
-  for (int h = 0; h < 2; ++h) r.qblk[h] = t[h] >= 0 ? mm_block[t[h]] : -1;
-  if (__any_sync(0xffffffffu, r.qblk[0] >= 0 || r.qblk[1] >= 0)) r.mm = mm_block + q0, r.first_new_key = first_new_key;
+  for (int h = 0; h < 2; ++h) r.qblk[h] = pr + 8 * h < rows ? a.mm_block[q0 + (pr + 8 * h) / a.group] : -1;
+  if (__any_sync(0xffffffffu, r.qblk[0] >= 0 || r.qblk[1] >= 0)) r.mm = a.mm_block + q0, r.first_new_key = first_new_key;
 }
 
 // Scale (log2 domain), mask on boundary tiles, online softmax: the unnormalised probabilities of

@@ -331,8 +331,9 @@ void vision_attention_tile(VisionTile tile, const bf16* q, int64_t q_stride, con
 void vision_attention(const __nv_bfloat16* q, int64_t q_stride, const __nv_bfloat16* k, int64_t k_stride,
                       const __nv_bfloat16* v, int64_t v_stride, __nv_bfloat16* out, const int* cu_rows,
                       int num_images, int max_rows, int heads, int head_dim, cudaStream_t stream) {
-  vattn::vision_attention_tile(vattn::choose_vision_tile(num_images, max_rows, heads, head_dim), q, q_stride, k, k_stride, v, v_stride, out, cu_rows,
-                               num_images, max_rows, heads, head_dim, stream);
+  const vattn::VisionTile tile = vattn::choose_vision_tile(num_images, max_rows, heads, head_dim);
+  vattn::vision_attention_tile(tile, q, q_stride, k, k_stride, v, v_stride, out, cu_rows, num_images, max_rows, heads,
+                               head_dim, stream);
 }
 
 double vision_attention_flops(const int* h_cu_rows, int num_images, int heads, int head_dim) {
