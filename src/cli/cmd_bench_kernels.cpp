@@ -23,6 +23,7 @@
 #ifdef GEMMASERVE_HAVE_CUDA
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda_bench/attention_bench.h"
+#include "kernels/cuda_bench/vision_attention_bench.h"
 #endif
 
 namespace gs::cli {
@@ -220,6 +221,9 @@ int run(const std::string& backend_name, const std::string& kernel_policy, const
   if (!skip_attention && wanted("attention"))
     for (const auto& a : cuda::bench_attention(reps))
       B.rows.push_back({"attention " + a.name + " (" + a.kernel + ")", a.ms, a.tflops, a.kv_tbytes_per_s});
+  if (!skip_attention && (wanted("attention") || wanted("vision")))
+    for (const auto& a : cuda::bench_vision_attention(reps))
+      B.rows.push_back({"vision_attention " + a.name, a.ms, a.tflops, a.tbytes_per_s});
 #endif
 
   std::printf("%s\n%-58s %10s %9s %7s %8s %7s\n", backend->name().c_str(), "kernel [shape]", "ms", "TFLOP/s",
@@ -256,9 +260,12 @@ GS_REGISTER_COMMAND(bench_kernels, "bench-kernels",
                       app.add_option("--reps", *reps, "calls per timed trial")->capture_default_str();
                       app.add_flag("--skip-attention", *skip_attention, "leave out the attention kernels");
                       auto only = std::make_shared<std::vector<std::string>>();
-                      app.add_option("--only", *only, "measure only these groups (comma-separated)")
+                      app.add_option("--only", *only,
+                                     "measure only these groups (comma-separated; `attention` includes the vision "
+                                     "tower's attention, `vision` is that alone)")
                           ->delimiter(',')
-                          ->check(CLI::IsMember({"gemm", "elementwise", "qkv", "moe", "sampling", "attention"}));
+                          ->check(CLI::IsMember(
+                              {"gemm", "elementwise", "qkv", "moe", "sampling", "attention", "vision"}));
                       return [=] { return run(*backend, *kernel_policy, *json, *reps, *skip_attention, *only); };
                     });
 

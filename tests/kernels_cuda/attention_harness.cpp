@@ -175,6 +175,7 @@ AttnResult run_attention_case(const AttnCase& c, std::mt19937_64& rng) {
   const cuda::attn::AttentionPlan plan = cuda::attn::plan_attention(
       q_dev, b, group_id, pool, c.cache_layer, p, out, ws.get(), ws_bytes, c.force_kernel >= 0 ? &forced : nullptr);
   res.splits = plan.args.num_splits;
+  res.kernel = int(plan.kernel);
   const auto combine = c.separate_combine ? cuda::attn::CombineMode::Separate : cuda::attn::CombineMode::Fused;
   cuda::attn::launch_plan(plan, stream, combine);
   check(cudaStreamSynchronize(stream), "attention kernel");

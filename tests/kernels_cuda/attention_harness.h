@@ -54,6 +54,7 @@ struct AttnResult {
   int freed_pages = 0;            // page-table entries set to -1 by free_below_window
   std::string first_bad;          // where the first bad element is, for the failure message
   int splits = 0;                 // key splits the plan used
+  int kernel = -1;                // the attn::TileKernel that ran
   int64_t replay_mismatches = 0;  // output elements of any graph replay not bit-equal to the eager run
   std::vector<uint16_t> out;      // the eager run's output (bf16 bits), for bitwise comparisons
 };

@@ -199,7 +199,6 @@ TEST_F(Attention, EveryTileKernelOnEveryShape) {
     cases[1].free_below_window = true;
     cases[4].mm_bidirectional = true;
     for (size_t i = 0; i < cases.size(); ++i) {
-      if (wgmma && cases[i].mm_bidirectional) continue;  // no overlay: WgmmaRejectsVisionOverlay
       cases[i].force_kernel = k;
       expect_exact(cases[i], std::string(info.name) + ", case " + std::to_string(i));
       cases[i].use_workspace = false;
@@ -339,14 +338,57 @@ TEST_F(Attention, FusedCombineIsExactAndReplaysBitIdentically) {
   }
 }
 
-TEST_F(Attention, WgmmaRejectsVisionOverlay) {
+// The vision overlay in the wgmma kernels, forced: 280-token images (the default budget) in
+// chunks over a cached prefix, crossing the sliding window, several 128-row query tiles and the
+// chunk's first row (an image that starts right where the previous chunk ended), next to text-only
+// sequences and CTAs of a pair with and without image rows; sliding (hd 256) and, as the params
+// may ask, full layers (hd 512); GQA groups 1 and 4; split and unsplit.
+TEST_F(Attention, WgmmaKernelsApplyTheVisionOverlay) {
   if (!cuda::attn::wgmma_supported()) GTEST_SKIP() << "needs an sm_90 GPU";
-  SeqCase img(10, 60);
-  img.mm_block.assign(60, 0);
-  AttnCase c = make(256, 2, 1, 0, 16, {img});
+  using cuda::attn::TileKernel;
+  auto image = [](SeqCase s, int first, int len, int block) {
+    if (s.mm_block.empty()) s.mm_block.assign(size_t(s.q_len), -1);
+    for (int i = first; i < first + len; ++i) s.mm_block[size_t(i)] = block;
+    return s;
+  };
+  // 300 cached keys, a 400-row chunk: text, a 280-token image, text, a 10-token image at the end.
+  const SeqCase mixed = image(image(SeqCase(300, 400), 100, 280, 0), 390, 10, 1);
+  // The chunk starts with an image (the one before it ended at the cached prefix's end).
+  const SeqCase at_start = image(SeqCase(256, 300), 0, 280, 0);
+  const SeqCase text(37, 150);
+  for (TileKernel kernel : {TileKernel::Hd256WgmmaSerial, TileKernel::Hd512WgmmaSerialTmaPair,
+                            TileKernel::Hd256WgmmaPersistent, TileKernel::Hd512WgmmaPairPersistent}) {
+    const int hd = cuda::attn::tile_kernel_info(kernel).head_dim;
+    const std::string name = cuda::attn::tile_kernel_info(kernel).name;
+    for (int group : {1, 4})
+      for (int window : {64, 1024, 0}) {
+        AttnCase c = make(hd, 2 * group, 2, window, 16, {mixed, text, at_start});
+        c.mm_bidirectional = true;
+        c.force_kernel = int(kernel);
+        const std::string what = name + ", group " + std::to_string(group) + ", window " + std::to_string(window);
+        expect_exact(c, what);
+        c.use_workspace = false;
+        expect_exact(c, what + " unsplit");
+      }
+    // An image alone (every row of the chunk in one block) and a page size that cuts key tiles.
+    AttnCase one = make(hd, 4, 1, 128, 48, {image(SeqCase(0, 280), 0, 280, 0)});
+    one.mm_bidirectional = true;
+    one.force_kernel = int(kernel);
+    one.free_below_window = true;
+    expect_exact(one, name + ", one image, freed pages below the window");
+  }
+}
+
+// The dispatcher keeps prefill batches with the overlay on the wgmma kernels (Hopper).
+TEST_F(Attention, DispatcherSendsTheOverlayToWgmma) {
+  if (!cuda::attn::wgmma_supported()) GTEST_SKIP() << "needs an sm_90 GPU";
+  SeqCase img(10, 300);
+  img.mm_block.assign(300, -1);
+  for (int i = 10; i < 290; ++i) img.mm_block[size_t(i)] = 0;
+  AttnCase c = make(256, 8, 4, 1024, 16, {img});
   c.mm_bidirectional = true;
-  c.force_kernel = int(cuda::attn::TileKernel::Hd256WgmmaSerial);
-  EXPECT_THROW(run_attention_case(c, rng_), Error);
+  const AttnResult r = expect_exact(c, "hd 256 sliding with an image, dispatcher's choice");
+  EXPECT_TRUE(cuda::attn::is_wgmma_kernel(cuda::attn::TileKernel(r.kernel))) << "kernel " << r.kernel;
 }
 
 // Argument checks run before anything touches the GPU, so they also run where there is none.

@@ -114,6 +114,16 @@ __device__ __forceinline__ KeyTiles split_key_tiles(const TileArgs& a, const Cta
   return t;
 }
 
+// Whether a packed row in [lo, last] of a sequence starting at token q0 is in an image block (the
+// vision overlay; false without it): such a CTA's key range also covers this step's keys
+// (split_key_tiles). Warp-wide: every lane gets the answer. Text-only launches pay nothing.
+__device__ __forceinline__ bool warp_any_image_row(const TileArgs& a, int q0, int lo, int last, int lane) {
+  if (a.mm_block == nullptr) return false;
+  bool any = false;
+  for (int r = lo + lane; r <= last; r += 32) any |= a.mm_block[q0 + r / a.group] >= 0;
+  return __any_sync(0xffffffffu, any);
+}
+
 // Whether key tile `tile` (bn keys) holds only keys cached by earlier steps: keys below
 // first_new_key, which the kernel right before attention (qkv_prepare, writing this step's keys)
 // does not touch, so its copies may be issued before the PDL wait (launch_util.h). Positions,

@@ -4,7 +4,7 @@
 //
 // One kernel family serves every shape; the plan picks its tile and its split:
 // - prefill / extend (many rows per sequence): wide tiles of 64 packed rows (on Hopper, head dim
-//   256 without the vision overlay: the wgmma kernel's 128-row tiles, attention_wgmma.cuh);
+//   256: the wgmma kernel's 128-row tiles, attention_wgmma.cuh; the vision overlay included);
 // - decode and small verify steps (q_len·group <= 16): narrow tiles of 16 rows, so a decode row
 //   block is one m16 tensor-core tile holding all query heads of a KV head (head dim 512: the
 //   split-d decode kernel of attention_decode.cuh);
@@ -152,16 +152,16 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
 // with the policy's choices for head-dim-256 decode and head-dim-512 prefill.
 // The wgmma kernels take the row max of the raw scores and apply the scale in the exponent, which
 // needs scale > 0 (a negative scale would reverse the order, zero makes -inf·0 a NaN); other scales
-// go to the mma.sync kernels.
-static TileKernel choose_kernel(int head_dim, int64_t rows, int group, bool vision_overlay, int page_size,
-                                float scale) {
+// go to the mma.sync kernels. The vision-block overlay runs in every kernel (the wgmma ones extend
+// the key range of CTAs with image rows only, so text-only tiles pay nothing for it).
+static TileKernel choose_kernel(int head_dim, int64_t rows, int group, int page_size, float scale) {
   const AttentionPolicy& policy = kernel_policy().attention;
   const bool narrow = rows <= 16;
   if (head_dim == 256 && narrow) {
     const Hd256Decode d = policy.hd256_decode;
     if (d == Hd256Decode::Split8 || (d == Hd256Decode::Auto && group >= 8)) return TileKernel::Hd256Split8;
   }
-  if (!narrow && !vision_overlay && scale > 0.f && attn::wgmma_supported()) {
+  if (!narrow && scale > 0.f && attn::wgmma_supported()) {
     if (head_dim == 256) return TileKernel::Hd256WgmmaPersistent;
     if (page_size % 8 == 0)
       return policy.hd512_prefill == Hd512Prefill::PairPersistent ? TileKernel::Hd512WgmmaPairPersistent
@@ -198,11 +198,10 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
 
   const int hd = p.head_dim, nkv = p.num_kv_heads, grp = p.num_q_heads / p.num_kv_heads;
   const int64_t rows = int64_t(batch.max_q_len) * grp;
-  plan.kernel = force ? *force : choose_kernel(hd, rows, grp, p.mm_bidirectional, pool.page_size, p.scale);
+  plan.kernel = force ? *force : choose_kernel(hd, rows, grp, pool.page_size, p.scale);
   const TileKernelInfo info = tile_kernel_info(plan.kernel);
   GS_CHECK(info.head_dim == hd, "paged_attention: kernel '{}' cannot serve head dim {}", info.name, hd);
   if (is_wgmma_kernel(plan.kernel)) {
-    GS_CHECK(!p.mm_bidirectional, "paged_attention: kernel '{}' has no vision-block overlay", info.name);
     GS_CHECK(wgmma_supported(), "paged_attention: kernel '{}' needs an sm_90 GPU", info.name);
     GS_CHECK(p.scale > 0.f, "paged_attention: kernel '{}' needs a positive scale, not {}", info.name, p.scale);
   }

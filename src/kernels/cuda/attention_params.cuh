@@ -67,7 +67,7 @@ enum class TileKernel : int {
   Hd256Narrow,      // 16 rows, 1x4 warps, 32 keys per tile, 2 stages
   Hd256WideQuad,    // 64 rows, 4x4 warps (16 warps hide more latency), 64 keys per tile
   Hd512Wide,        // 64 rows, 4x2 warps, 32 keys per tile
-  // Hopper (sm_90a) only, no vision overlay (attention_wgmma.cuh): wgmma, producer warpgroup + two
+  // Hopper (sm_90a) only, vision overlay included (attention_wgmma.cuh): wgmma, producer warpgroup + two
   // consumer warpgroups, one product at a time per warpgroup, 64 keys per tile.
   Hd256WgmmaSerial,          // 128 rows (64 per warpgroup), K/V by cp.async
   Hd512WgmmaSerialTmaPair,   // 64 rows, the warpgroups split the head dim, whole valid key tiles by

@@ -33,11 +33,13 @@ void launch_wgmma_persistent(const TileArgs& a_in, const TileGrid& g, cudaStream
   a.item_q_tiles = g.q_tiles, a.item_heads = g.kv_heads * a.num_splits, a.item_seqs = g.num_seqs;
   const int64_t items = int64_t(a.item_q_tiles) * a.item_heads * a.item_seqs;
   if (items == 0) return;
-  static std::atomic<uint64_t> smem_set{0};
-  allow_dynamic_smem(reinterpret_cast<const void*>(attention_wgmma_persistent_kernel), C::kSmemBytesP, smem_set);
+  const bool ov = a.mm_block != nullptr;  // the overlay's instantiation only where the launch has it
+  const auto kernel = ov ? attention_wgmma_persistent_kernel<true> : attention_wgmma_persistent_kernel<false>;
+  static std::atomic<uint64_t> smem_set[2] = {};
+  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), C::kSmemBytesP, smem_set[ov]);
   // One CTA per SM (225 KB of shared memory), never more than there are items.
   const int ctas = int(std::min<int64_t>(items, sm_count()));
-  attention_wgmma_persistent_kernel<<<ctas, C::kThreads, C::kSmemBytesP, stream>>>(a, map_q, map_o);
+  kernel<<<ctas, C::kThreads, C::kSmemBytesP, stream>>>(a, map_q, map_o);
   GS_CUDA_LAUNCHED("attention_wgmma_persistent_kernel");
 }
 
@@ -59,9 +61,12 @@ void launch_wgmma_pair_persistent(const TileArgs& a_in, const TileGrid& g, cudaS
   a.item_q_tiles = (g.q_tiles + 1) / 2, a.item_heads = g.kv_heads * a.num_splits, a.item_seqs = g.num_seqs;
   const int64_t units = int64_t(a.item_q_tiles) * a.item_heads * a.item_seqs;
   if (units == 0) return;
-  const void* kernel = reinterpret_cast<const void*>(attention_wgmma_pair_persistent_kernel);
-  static std::atomic<uint64_t> smem_set{0};
-  allow_dynamic_smem(kernel, C::kSmemBytesP, smem_set);
+  const bool ov = a.mm_block != nullptr;  // the overlay's instantiation only where the launch has it
+  const auto pair_kernel =
+      ov ? attention_wgmma_pair_persistent_kernel<true> : attention_wgmma_pair_persistent_kernel<false>;
+  const void* kernel = reinterpret_cast<const void*>(pair_kernel);
+  static std::atomic<uint64_t> smem_set[2] = {};
+  allow_dynamic_smem(kernel, C::kSmemBytesP, smem_set[ov]);
   PairClusterLaunch launch(dim3(2 * (sm_count() / 2)), C::kThreads, C::kSmemBytesP, stream);
   // Clusters that fit at once (66 on a 132-SM H200 if every GPC pairs its SMs), once per device.
   static std::atomic<int> fit[64] = {};
@@ -76,7 +81,7 @@ void launch_wgmma_pair_persistent(const TileArgs& a_in, const TileGrid& g, cudaS
   clusters = int(std::min<int64_t>(units, clusters));
   launch.cfg.gridDim = dim3(2 * clusters);
   GS_CUDA_CHECK(
-      cudaLaunchKernelEx(&launch.cfg, attention_wgmma_pair_persistent_kernel, a, map_k, map_v, map_q, map_o));
+      cudaLaunchKernelEx(&launch.cfg, pair_kernel, a, map_k, map_v, map_q, map_o));
   GS_CUDA_LAUNCHED("attention_wgmma_pair_persistent_kernel");
 }
 

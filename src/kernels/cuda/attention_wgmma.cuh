@@ -40,8 +40,10 @@
 // factors to its partner warp (kRowSplitSoftmax: two warps on one SM sub-partition do not issue
 // the same softmax).
 //
-// The vision-block overlay is not implemented here: the dispatcher keeps such batches on the
-// mma.sync kernels (plan_attention rejects a forced wgmma kernel with the overlay on).
+// The vision-block overlay (gemma4-architecture.md §3.4): a CTA with a row in an image block also
+// visits this step's keys (split_key_tiles, any_mm), and the mask of its boundary tiles lets an
+// image row see the keys of its own block (softmax_tile, TileRows::mm). Warps without image rows,
+// and whole launches without the overlay, keep the text mask and key range unchanged.
 #pragma once
 #include <cuda.h>  // CUtensorMap (a type only: nothing of the driver library is linked)
 #include <cuda_bf16.h>
@@ -110,7 +112,9 @@ struct WgConfig {
   static_assert(kSmemBytes <= 232448, "over the 227 KB a CTA may use");
 };
 
-template <class C>
+// OV: the launch has the vision overlay (TileArgs::mm_block set); text-only launches run the
+// instantiation without it.
+template <class C, bool OV>
 __global__ void __launch_bounds__(C::kThreads, 1)
     attention_wgmma_kernel(const TileArgs a, const __grid_constant__ CUtensorMap tma_k,
                            const __grid_constant__ CUtensorMap tma_v, const __grid_constant__ CUtensorMap tma_q,
@@ -196,8 +200,15 @@ __global__ void __launch_bounds__(C::kThreads, 1)
     if (p >= 0) pmin = min(pmin, p), pmax = max(pmax, p);
   }
   pmin = __reduce_min_sync(0xffffffffu, pmin), pmax = __reduce_max_sync(0xffffffffu, pmax);
-  // No image rows here. Tile it covers keys key0 + it·BN ..
-  const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, false, BN, a.key_align);
+  // Image rows (of either CTA when paired) extend the range to this step's keys. Tile it covers
+  // keys key0 + it·BN ..
+  bool any_mm = false;
+  if constexpr (OV) {
+    any_mm = warp_any_image_row(a, cta.q0, cta.row0, min(cta.row0 + BM, cta.rows) - 1, lane);
+    if (range_rows > BM)
+      any_mm |= warp_any_image_row(a, cta.q0, partner_row0, min(partner_row0 + BM, cta.rows) - 1, lane);
+  }
+  const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, any_mm, BN, a.key_align);
   const int key0 = kt.key0, n_tiles = kt.count;
 
   if (warp >= 8) {
@@ -253,16 +264,17 @@ __global__ void __launch_bounds__(C::kThreads, 1)
   constexpr int NA = C::kAcc;
   auto issue_s = [&](float (&sc)[NA], int s) { wg_issue_s<C>(sc, q_desc, k_desc, s); };
   auto issue_pv = [&](const uint32_t (&p)[NA / 2], int s) { wg_issue_pv<C>(o, p, v_desc, s); };
-  const TileRows rows{cta.kv_len, a.window, wpmin, wpmax, {qpos[0], qpos[1]}};
+  TileRows rows{cta.kv_len, a.window, wpmin, wpmax, {qpos[0], qpos[1]}};
+  if constexpr (OV) set_overlay(rows, a, cta.q0, cta.rows, cta.first_new_key, cta.row0 + r_lo);
   auto softmax = [&](float (&sc)[NA], int k0, float (&alpha)[2]) {
-    softmax_tile<BN>(sc, k0, rows, a.scale_log2, lane, m_run, l_run, alpha);
+    softmax_tile<BN, OV>(sc, k0, rows, a.scale_log2, lane, m_run, l_run, alpha);
   };
   auto pack_p = [&](const float (&sc)[NA], uint32_t (&p)[NA / 2]) { pack_p_tile<NA>(sc, p); };
   // Split d: S's two half contractions summed and its softmax computed once per row by warp
   // pairs across the warpgroups (kRowSplitSoftmax, attention_wgmma_exchange.cuh).
   const RowSplitSoftmax row_split{sX + w4 * (NA * 32), lane, 4 + w4, (w4 >> 1) == wgi};
   auto softmax_row_split = [&](float (&sc)[NA], int k0, uint32_t (&p)[NA / 2], float (&alpha)[2]) {
-    row_split.run<NA>(sc, k0, rows, a.scale_log2, m_run, l_run, p, alpha);
+    row_split.template run<NA, OV>(sc, k0, rows, a.scale_log2, m_run, l_run, p, alpha);
   };
   auto rescale_o = [&](const float (&alpha)[2]) { rescale_o_tile(o, alpha); };
 
@@ -421,17 +433,19 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
       a.tma_box_rows = box;
     }
   }
-  static std::atomic<uint64_t> smem_set{0};
-  allow_dynamic_smem(reinterpret_cast<const void*>(attention_wgmma_kernel<C>), C::kSmemBytes, smem_set);
+  const bool ov = a.mm_block != nullptr;
+  const auto kernel = ov ? attention_wgmma_kernel<C, true> : attention_wgmma_kernel<C, false>;
+  static std::atomic<uint64_t> smem_set[2] = {};
+  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), C::kSmemBytes, smem_set[ov]);
   if (C::kPair && a.tma_box_rows > 0 && g.q_tiles > 1) {
     // Clusters of two along x over an even number of query tiles (a CTA past the rows exits at
     // once; one query tile, as in decode and verify batches: no partner, plain launch).
     const int x = (g.q_tiles + 1) & ~1;
     PairClusterLaunch launch(dim3(x, g.kv_heads * a.num_splits, g.num_seqs), C::kThreads, C::kSmemBytes, stream);
-    GS_CUDA_CHECK(cudaLaunchKernelEx(&launch.cfg, attention_wgmma_kernel<C>, a, map_k, map_v, map_q, map_o));
+    GS_CUDA_CHECK(cudaLaunchKernelEx(&launch.cfg, kernel, a, map_k, map_v, map_q, map_o));
   } else {
     const dim3 grid(g.q_tiles, g.kv_heads * a.num_splits, g.num_seqs);
-    attention_wgmma_kernel<C><<<grid, C::kThreads, C::kSmemBytes, stream>>>(a, map_k, map_v, map_q, map_o);
+    kernel<<<grid, C::kThreads, C::kSmemBytes, stream>>>(a, map_k, map_v, map_q, map_o);
   }
   GS_CUDA_LAUNCHED("attention_wgmma_kernel");
 }

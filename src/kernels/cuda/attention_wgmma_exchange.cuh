@@ -27,7 +27,7 @@ struct RowSplitSoftmax {
 
   __device__ __forceinline__ void sync() const { asm volatile("bar.sync %0, 64;\n" ::"r"(bar_id) : "memory"); }
 
-  template <int NA>
+  template <int NA, bool OV = false>
   __device__ __forceinline__ void run(float (&sc)[NA], int k0, const TileRows& rows, float scale_log2,
                                       float (&m_run)[2], float (&l_run)[2], uint32_t (&p)[NA / 2],
                                       float (&alpha)[2]) const {
@@ -43,7 +43,7 @@ struct RowSplitSoftmax {
       sync();
 #pragma unroll
       for (int i = 0; i < NA; ++i) sc[i] += slot[i * 32 + lane];
-      softmax_tile<2 * NA>(sc, k0, rows, scale_log2, lane, m_run, l_run, alpha);
+      softmax_tile<2 * NA, OV>(sc, k0, rows, scale_log2, lane, m_run, l_run, alpha);
       pack_p_tile<NA>(sc, p);
 #pragma unroll
       for (int i = 0; i < NA / 2; ++i) slot[i * 32 + lane] = __uint_as_float(p[i]);

@@ -76,6 +76,8 @@ __device__ __forceinline__ int pair_q_tile(const TileArgs& a, const PairUnit& u,
   return 2 * a.item_q_tiles - 1 - (2 * u.cell.x + rank);
 }
 
+// OV: the launch has the vision overlay (as attention_wgmma_kernel).
+template <bool OV>
 __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
     attention_wgmma_pair_persistent_kernel(const TileArgs a, const __grid_constant__ CUtensorMap tma_k,
                                            const __grid_constant__ CUtensorMap tma_v,
@@ -180,7 +182,8 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
             }
             pmin = __reduce_min_sync(0xffffffffu, pmin), pmax = __reduce_max_sync(0xffffffffu, pmax);
           }
-          const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, false, BN, a.key_align);
+          const bool any_mm = OV && warp_any_image_row(a, cta.q0, lo, last, lane);
+          const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, any_mm, BN, a.key_align);
           it.seq = pu.seq, it.q0 = cta.q0, it.rows = cta.rows, it.row0 = cta.row0, it.kvh = cta.kvh;
           it.split = cta.split, it.kv_len = cta.kv_len, it.first_new_key = cta.first_new_key;
           it.key0 = kt.key0, it.n_tiles = kt.count;
@@ -305,7 +308,8 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
         if (p >= 0) wpmin = min(wpmin, p), wpmax = max(wpmax, p);
       }
       wpmin = __reduce_min_sync(0xffffffffu, wpmin), wpmax = __reduce_max_sync(0xffffffffu, wpmax);
-      const TileRows rows{it.kv_len, a.window, wpmin, wpmax, {qpos[0], qpos[1]}};
+      TileRows rows{it.kv_len, a.window, wpmin, wpmax, {qpos[0], qpos[1]}};
+      if constexpr (OV) set_overlay(rows, a, it.q0, it.rows, it.first_new_key, it.row0 + r_lo);
 
       if (it.q_tma) {
         wg::mbar_wait(q_full(wgi), q_loads & 1);
@@ -335,7 +339,7 @@ __global__ void __launch_bounds__(WgPairPersistent::kThreads, 1)
         if (j == it.n_tiles - 1) release_here(q_empty(wgi));  // the next unit's Q may land in this half
         uint32_t p[NA / 2];
         float alpha[2];
-        row_split.run<NA>(sc, k0, rows, a.scale_log2, m_run, l_run, p, alpha);
+        row_split.template run<NA, OV>(sc, k0, rows, a.scale_log2, m_run, l_run, p, alpha);
         rescale_o_tile(o, alpha);
         wg::mbar_wait(bar.full_v(0), parity);
         wg::fence_proxy_async();

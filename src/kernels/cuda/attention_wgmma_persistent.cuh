@@ -62,6 +62,8 @@ __device__ __forceinline__ CtaPlace persistent_item_place(const TileArgs& a, int
   return cta_place_cell(a, 128, a.item_q_tiles - 1 - p.x, p.y, seq);
 }
 
+// OV: the launch has the vision overlay (as attention_wgmma_kernel).
+template <bool OV>
 __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
     attention_wgmma_persistent_kernel(const TileArgs a, const __grid_constant__ CUtensorMap tma_q,
                                       const __grid_constant__ CUtensorMap tma_o) {
@@ -141,7 +143,8 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
             }
             pmin = __reduce_min_sync(0xffffffffu, pmin), pmax = __reduce_max_sync(0xffffffffu, pmax);
           }
-          const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, false, BN, a.key_align);
+          const bool any_mm = OV && warp_any_image_row(a, cta.q0, cta.row0, last, lane);
+          const KeyTiles kt = split_key_tiles(a, cta, pmin, pmax, any_mm, BN, a.key_align);
           it.q0 = cta.q0, it.rows = cta.rows, it.row0 = cta.row0, it.kvh = cta.kvh, it.split = cta.split;
           it.kv_len = cta.kv_len, it.first_new_key = cta.first_new_key, it.key0 = kt.key0, it.n_tiles = kt.count;
           it.q_tma = a.tma_q && cta.row0 + BM <= cta.rows;
@@ -276,7 +279,8 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
     for (int h = 0; h < 2; ++h)
       if (qpos[h] >= 0) wpmin = min(wpmin, qpos[h]), wpmax = max(wpmax, qpos[h]);
     wpmin = __reduce_min_sync(0xffffffffu, wpmin), wpmax = __reduce_max_sync(0xffffffffu, wpmax);
-    const TileRows rows{it.kv_len, a.window, wpmin, wpmax, {qpos[0], qpos[1]}};
+    TileRows rows{it.kv_len, a.window, wpmin, wpmax, {qpos[0], qpos[1]}};
+    if constexpr (OV) set_overlay(rows, a, it.q0, it.rows, it.first_new_key, it.row0 + r_lo);
 
     if (it.q_tma) {
       wg::mbar_wait(q_full(wgi), q_loads & 1);
@@ -304,7 +308,7 @@ __global__ void __launch_bounds__(WgPersistent::kThreads, 1)
       release(empty_k(s));
       if (j == it.n_tiles - 1) release(q_empty(wgi));  // the next item's Q may land in these rows
       float alpha[2];
-      softmax_tile<BN>(sc, k0, rows, a.scale_log2, lane, m_run, l_run, alpha);
+      softmax_tile<BN, OV>(sc, k0, rows, a.scale_log2, lane, m_run, l_run, alpha);
       uint32_t p[NA / 2];
       pack_p_tile<NA>(sc, p);
       rescale_o_tile(o, alpha);

@@ -103,15 +103,34 @@ __device__ __forceinline__ void stage_o_rows(const float (&o)[128], const float 
 
 // What a warp's rows may see, for the mask of softmax_tile: the keys below kv_len, this thread's
 // two rows' positions (-1 past the end) and the span of its warp's (or warpgroup's) rows.
+// The vision overlay (gemma4-architecture.md §3.4), set only where the launch has it and the warp
+// holds an image row (else mm stays null and the mask is the text one): a row of image block
+// qblk >= 0 also sees every key of this step in the same block; key k >= first_new_key of this
+// step has block mm[k - first_new_key] (mm: the sequence's first token's entry of mm_block).
 struct TileRows {
   int kv_len, window, wpmin, wpmax;
   int qpos[2];
+  const int* mm = nullptr;
+  int first_new_key = 0;
+  int qblk[2] = {-1, -1};
 };
+
+// The overlay fields of `r` for a thread whose rows are packed rows pr and pr + 8 of a sequence
+// (starting at token q0, `rows` packed rows, this step's keys from first_new_key), when the launch
+// has the overlay (a.mm_block set). Warp-wide.
+__device__ __forceinline__ void set_overlay(TileRows& r, const TileArgs& a, int q0, int rows, int first_new_key,
+                                            int pr) {
+  if (a.mm_block == nullptr) return;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) r.qblk[h] = pr + 8 * h < rows ? a.mm_block[q0 + (pr + 8 * h) / a.group] : -1;
+  if (__any_sync(0xffffffffu, r.qblk[0] >= 0 || r.qblk[1] >= 0)) r.mm = a.mm_block + q0, r.first_new_key = first_new_key;
+}
 
 // Scale (log2 domain), mask on boundary tiles, online softmax: the unnormalised probabilities of
 // the tile replace the scores in sc (f32; pack_p_tile turns them into the bf16 A operand), the
-// factor the running O must be rescaled by goes into alpha.
-template <int BN>
+// factor the running O must be rescaled by goes into alpha. OV: the launch has the vision overlay
+// (a separate instantiation, so text-only kernels carry none of its code or registers).
+template <int BN, bool OV = false>
 __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], int k0, const TileRows& r, float scale_log2,
                                              int lane, float (&m_run)[2], float (&l_run)[2], float (&alpha)[2]) {
   constexpr int NA = BN / 2;
@@ -124,7 +143,10 @@ __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], int k0, const 
     for (int i = 0; i < NA; ++i) {
       const int h = (i >> 1) & 1;
       const int key = k0 + (i >> 2) * 8 + (lane & 3) * 2 + (i & 1);
-      const bool ok = key < r.kv_len && key <= r.qpos[h] && (r.window == 0 || r.qpos[h] - key < r.window);
+      bool ok = key < r.kv_len && key <= r.qpos[h] && (r.window == 0 || r.qpos[h] - key < r.window);
+      if constexpr (OV)
+        if (r.mm != nullptr && !ok && r.qblk[h] >= 0 && key >= r.first_new_key && key < r.kv_len)
+          ok = r.mm[key - r.first_new_key] == r.qblk[h];
       if (!ok) sc[i] = -INFINITY;
     }
   }

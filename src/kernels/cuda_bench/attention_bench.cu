@@ -47,7 +47,14 @@ struct BenchShape {
   const char* name;
   int head_dim, nq, nkv, window;
   int seqs, q_len, kv_len;  // every sequence alike
+  int images = 0;           // 280-token image blocks spread over each sequence's rows (vision overlay on)
 };
+
+// The fallback the dispatcher used for batches with the vision overlay before the wgmma kernels
+// had it: timed next to the dispatcher's choice on the image shapes.
+attn::TileKernel overlay_fallback(int head_dim) {
+  return head_dim == 256 ? attn::TileKernel::Hd256WideQuad : attn::TileKernel::Hd512Wide;
+}
 
 void fill(const Tensor& t, uint64_t seed, float amp) {
   fill_uniform_bf16<<<1024, 256>>>(t.ptr<__nv_bfloat16>(), t.numel(), seed, amp);
@@ -92,6 +99,19 @@ std::vector<AttentionBenchResult> run_shape(const BenchShape& s, int reps, bool 
   b.h_positions = positions, b.h_token_seq = token_seq, b.h_q_start = q_start, b.h_kv_len = kv_len;
   b.h_page_table[int(g)] = table;
   b.rows_end_context = true;  // row j of every sequence sits at kv_len - q_len + j (positions above)
+  // Images: block i covers 280 rows starting at (i + 0.5)·q_len/images (text between them).
+  std::vector<int> mm_block;
+  if (s.images > 0) {
+    mm_block.assign(size_t(T), -1);
+    for (int i = 0; i < s.seqs; ++i)
+      for (int img = 0; img < s.images; ++img) {
+        const int first = int((img + 0.5) * s.q_len / s.images) - 140;
+        for (int j = std::max(0, first); j < std::min(s.q_len, first + 280); ++j)
+          mm_block[size_t(i * s.q_len + j)] = img;
+      }
+    b.mm_block = mem.upload(mm_block, {T});
+    b.h_mm_block = mm_block;
+  }
 
   const Tensor q = mem.tensor(DType::BF16, {T, int64_t(s.nq) * s.head_dim});
   const Tensor out = mem.tensor(DType::BF16, {T, int64_t(s.nq) * s.head_dim});
@@ -101,12 +121,19 @@ std::vector<AttentionBenchResult> run_shape(const BenchShape& s, int reps, bool 
 
   AttentionParams p;
   p.num_q_heads = s.nq, p.num_kv_heads = s.nkv, p.head_dim = s.head_dim, p.sliding_window = s.window;
+  p.mm_bidirectional = s.images > 0;
 
   // Visible (query row, key) pairs per query head, and visible keys per (sequence, KV head).
   double pairs = 0;
   for (int j = 0; j < s.q_len; ++j) {
     const int pos = s.kv_len - s.q_len + j;
     pairs += s.window ? std::min(pos + 1, s.window) : pos + 1;
+    if (!mm_block.empty() && mm_block[size_t(j)] >= 0)  // + the block's keys the base mask hides
+      for (int k = 0; k < s.q_len; ++k) {
+        const int kp = s.kv_len - s.q_len + k;
+        const bool base = kp <= pos && (s.window == 0 || pos - kp < s.window);
+        pairs += !base && mm_block[size_t(k)] == mm_block[size_t(j)];
+      }
   }
   const int first = s.kv_len - s.q_len;
   const double keys_read = s.window ? s.kv_len - std::max(0, first - s.window + 1) : s.kv_len;
@@ -119,6 +146,7 @@ std::vector<AttentionBenchResult> run_shape(const BenchShape& s, int reps, bool 
     // The split-d decode kernels take 16 rows per CTA: timed on decode shapes only.
     if (attn::is_split_d_kernel(kernels[k]) && int64_t(s.q_len) * (s.nq / s.nkv) > 16) continue;
     if (all_kernels && attn::tile_kernel_info(kernels[k]).head_dim == s.head_dim) choices.push_back(&kernels[k]);
+    else if (s.images > 0 && kernels[k] == overlay_fallback(s.head_dim)) choices.push_back(&kernels[k]);
   }
   // Rewritten before every timed call so no K/V stays in L2 (60 MB on an H200) from the last one:
   // the sliding decode shape reads only ~67 MB.
@@ -192,6 +220,10 @@ std::vector<AttentionBenchResult> bench_attention(int reps, bool all_kernels, co
       {"decode b1 ctx1k hd512 (E2B full)", 512, 8, 1, 0, 1, 1, 1024},
       {"decode b1 ctx1k hd256 W512 (E2B sliding)", 256, 8, 1, 512, 1, 1, 1024},
       {"verify b64 q4 ctx4k hd512 (31B full)", 512, 32, 4, 0, 64, 4, 4096},
+      // A 4k-token prompt holding four 280-token images: the 31B sliding layer with the overlay
+      // (the default), and a full layer with it as the params may ask (vision on all layers).
+      {"prefill 4k 4 images hd256 W1024 overlay (31B sliding)", 256, 32, 16, 1024, 1, 4096, 4096, 4},
+      {"prefill 4k 4 images hd512 causal overlay (31B full, all layers)", 512, 32, 4, 0, 1, 4096, 4096, 4},
   };
   std::vector<AttentionBenchResult> out;
   for (const BenchShape& s : shapes) {

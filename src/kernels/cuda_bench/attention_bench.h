@@ -8,7 +8,9 @@ namespace gs::cuda {
 
 // Micro-benchmark of paged_attention on the current device, for `gemmaserve bench-kernels` and the
 // attention bench test: 8k-token prefills (hd 512 causal, hd 256 sliding), decode batches of 64 at
-// 4k context and a verify batch, on random data in a shuffled paged cache. Medians of `reps` calls
+// 4k context, a verify batch and a 4k-token prefill holding four 280-token images (the vision
+// overlay; the mma.sync kernel the overlay used to fall back to is timed next to the dispatcher's
+// choice), on random data in a shuffled paged cache. Medians of `reps` calls
 // timed with CUDA events. `all_kernels`: also time every other tile kernel of the shape's head
 // dim (what the dispatcher's choices were tuned with). `only`: just the shapes whose name
 // contains it (empty: all).
