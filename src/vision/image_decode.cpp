@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "vision/image_jpeg.h"
 #include "vision/image_stb.h"
 
 namespace gs {
@@ -121,8 +122,8 @@ RgbImage decode_image(const uint8_t* data, size_t size, const ImageLimits& limit
   ImageFormat fmt = sniff_image_format(data, size);
   switch (fmt) {
     case ImageFormat::WebP: return decode_webp(data, size, limits);
+    case ImageFormat::Jpeg: return decode_jpeg(data, size, limits);
     case ImageFormat::Png:
-    case ImageFormat::Jpeg:
     case ImageFormat::Gif:
     case ImageFormat::Bmp: return decode_stb(fmt, data, size, limits);
     case ImageFormat::Unknown: break;

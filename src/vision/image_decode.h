@@ -1,4 +1,5 @@
-// Encoded image bytes (PNG, JPEG, GIF, BMP, WebP) to 8-bit RGB pixels, as the reference's
+// Encoded image bytes (PNG, JPEG, GIF, BMP, WebP) to 8-bit RGB pixels (stb_image for PNG, GIF and
+// BMP; libjpeg-turbo and libwebp, the libraries Pillow uses, for JPEG and WebP), as the reference's
 // Image.open(...).convert("RGB") sees them: the format is sniffed from the magic bytes (never from a
 // file name or a MIME type a client sent), a GIF gives its first frame, and alpha is dropped, not
 // composited. The size limits are checked from the header before any pixel is decoded, so a small

@@ -1,10 +1,9 @@
-// stb_image's implementation, compiled here (Debian's libstb-dev header) rather than linked from
+// stb_image's implementation (PNG, GIF, BMP; JPEG is libjpeg-turbo's, image_jpeg.h), compiled here (Debian's libstb-dev header) rather than linked from
 // libstb.so: one library less to carry to the GPU machine, and only the decoders the server
 // accepts are built. Other files reach it through image_stb.h only.
 #define STB_IMAGE_IMPLEMENTATION
 #define STB_IMAGE_STATIC
 #define STBI_ONLY_PNG
-#define STBI_ONLY_JPEG
 #define STBI_ONLY_GIF
 #define STBI_ONLY_BMP
 #define STBI_NO_STDIO

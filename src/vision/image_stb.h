@@ -1,4 +1,4 @@
-// The few stb_image calls the decoder uses (PNG, JPEG, GIF first frame, BMP), behind a header that
+// The few stb_image calls the decoder uses (PNG, GIF first frame, BMP), behind a header that
 // does not pull stb_image.h's implementation macros into other files.
 #pragma once
 #include <cstddef>
