@@ -16,8 +16,10 @@
 #pragma GCC diagnostic ignored "-Wunused-function"
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 #pragma GCC diagnostic ignored "-Wimplicit-fallthrough"
-// Reported where stb's reader is inlined into the wrappers below, so the pop is at the end.
+// Reported (by gcc) where stb's reader is inlined into the wrappers below, so the pop is at the end.
+#if !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <stb/stb_image.h>
 
 #include "vision/image_stb.h"
