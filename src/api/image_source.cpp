@@ -70,12 +70,12 @@ std::string from_file_url(const std::string& url, const MultimodalOptions& opts)
   std::string path = url.substr(7);  // after "file://"
   if (path.rfind("localhost/", 0) == 0) path = path.substr(9);
   if (path.empty() || path[0] != '/') throw Error("file:// URL must name an absolute path (file:///dir/image.png)");
-  std::error_code ec;
+  std::error_code root_ec, file_ec, ec;
   // Both resolved through symlinks and "..", so the check is on where the bytes really are.
-  const fs::path root = fs::weakly_canonical(opts.allowed_local_media_path, ec);
-  const fs::path file = fs::weakly_canonical(path, ec);
+  const fs::path root = fs::weakly_canonical(opts.allowed_local_media_path, root_ec);
+  const fs::path file = fs::weakly_canonical(path, file_ec);
   auto rel = file.lexically_relative(root);
-  if (ec || rel.empty() || *rel.begin() == ".." || rel.is_absolute()) {
+  if (root_ec || file_ec || rel.empty() || *rel.begin() == ".." || rel.is_absolute()) {
     throw Error("file {} is outside --allowed-local-media-path {}", path, opts.allowed_local_media_path);
   }
   if (!fs::is_regular_file(file, ec)) throw Error("file {} does not exist or is not a regular file", path);

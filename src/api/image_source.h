@@ -3,7 +3,9 @@
 // server fetches nothing by default); https:// refused (this build's HTTP client has no TLS).
 // Every refusal or failure is a gs::Error whose message the client can act on.
 #pragma once
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "api/multimodal_options.h"
 
