@@ -115,9 +115,10 @@ std::string from_http_url(const std::string& url, const MultimodalOptions& opts)
   bool allowed = false;
   for (const std::string& d : opts.allowed_media_domains) allowed |= lower == d;
   if (!allowed) {
-    throw Error("image URLs to host \"{}\" are refused: {}", host,
-                opts.allowed_media_domains.empty() ? "the server fetches no URLs unless --allowed-media-domains lists the host"
-                                                   : "it is not in --allowed-media-domains");
+    const char* why = opts.allowed_media_domains.empty()
+                          ? "the server fetches no URLs unless --allowed-media-domains lists the host"
+                          : "it is not in --allowed-media-domains";
+    throw Error("image URLs to host \"{}\" are refused: {}", host, why);
   }
   httplib::Client cli(host, port);
   cli.set_connection_timeout(opts.fetch_timeout_s, 0);

@@ -38,7 +38,9 @@ int parse_limit_mm_per_prompt(const std::string& text) {
     }
     int n = -1;
     for (auto it = j.begin(); it != j.end(); ++it) {
-      if (!it.value().is_number_integer()) throw Error("--limit-mm-per-prompt {}: \"{}\" must be an integer", text, it.key());
+      if (!it.value().is_number_integer()) {
+        throw Error("--limit-mm-per-prompt {}: \"{}\" must be an integer", text, it.key());
+      }
       n = image_count(it.key(), it.value().get<int64_t>(), text);
     }
     if (n < 0) throw Error("--limit-mm-per-prompt {}: no image limit given", text);
@@ -71,7 +73,8 @@ int parse_mm_processor_kwargs(const std::string& json_text) {
     GS_CHECK(it.key() == "max_soft_tokens", "--mm-processor-kwargs: unknown argument \"{}\" (the Gemma-4 image "
              "processor takes max_soft_tokens)", it.key());
     GS_CHECK(it.value().is_number_integer() && is_image_budget(it.value().get<int>()),
-             "--mm-processor-kwargs: max_soft_tokens must be one of 70, 140, 280, 560, 1120, got {}", it.value().dump());
+             "--mm-processor-kwargs: max_soft_tokens must be one of 70, 140, 280, 560, 1120, got {}",
+             it.value().dump());
     budget = it.value().get<int>();
   }
   return budget;

@@ -1,6 +1,6 @@
 // Everything the API layer knows about the model it serves: its public name, tokenizer, chat
-// template, generation_config.json defaults, and what it accepts as image input. Built once at start-up, shared read-only by all
-// request threads.
+// template, generation_config.json defaults, and what it accepts as image input. Built once at
+// start-up, shared read-only by all request threads.
 #pragma once
 #include <memory>
 #include <optional>
