@@ -5,6 +5,7 @@ pkgs=(
   build-essential cmake ninja-build git pkg-config ca-certificates
   nlohmann-json3-dev libcpp-httplib-dev libssl-dev libopenblas-dev libcli11-dev libspdlog-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libstb-dev libjpeg62-turbo-dev libwebp-dev  # image input: stb_image (PNG, GIF, BMP), libjpeg-turbo, libwebp
   clang libclang-rt-14-dev llvm  # llvm: llvm-symbolizer, for file:line in sanitizer reports
   python3 python3-jinja2 python3-numpy
 )

@@ -35,8 +35,9 @@ CC=clang CXX=clang++ cmake -S "$root" -B "$asan" -G Ninja -DCMAKE_BUILD_TYPE=Rel
   "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1 -DNDEBUG" \
   -DGEMMASERVE_CUDA=OFF -DGEMMASERVE_SANITIZE=address,undefined -DGEMMASERVE_FUZZ=ON >/dev/null
 export ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-# The input parsers a user's files reach: checkpoint headers, tokenizer files, chat templates.
-fuzzers="safetensors tokenizer jinja"
+# The input parsers a user's files reach: checkpoint headers, tokenizer files, chat templates,
+# and the image decoders a client's bytes reach.
+fuzzers="safetensors tokenizer jinja image"
 
 if [ "${GS_TEST_QUICK:-0}" != "1" ]; then
   echo "== build (clang, address+undefined sanitizers, cpu only) =="

@@ -16,27 +16,61 @@ bool known_role(const std::string& r) {
   return r == "system" || r == "developer" || r == "user" || r == "assistant" || r == "tool";
 }
 
-std::string flatten_content(const json& content, const std::string& where) {
+// detail -> soft-token budget: "low" the smallest, "high" the largest, "auto" the default.
+std::optional<int> budget_for_detail(const std::string& detail, const std::string& where) {
+  if (detail == "auto") return std::nullopt;
+  if (detail == "low") return 70;
+  if (detail == "high") return 1120;
+  throw invalid_request(fmt::format("{}.image_url.detail: must be \"auto\", \"low\" or \"high\", got {}", where,
+                                    brief(json(detail))), "messages");
+}
+
+ImagePart image_part(const FieldReader& part, const std::string& where) {
+  const json* iu = part.raw("image_url");
+  if (!iu) throw invalid_request(where + ".image_url: required for an image_url part", "messages");
+  if (!iu->is_object()) {
+    throw invalid_request(fmt::format("{}.image_url: must be an object {{\"url\": ...}}, got {}", where, brief(*iu)),
+                          "messages");
+  }
+  FieldReader f(*iu, where + ".image_url");
+  auto url = f.string("url");
+  if (!url || url->empty()) throw invalid_request(where + ".image_url.url: required", "messages");
+  ImagePart p{*url, std::nullopt, where};
+  if (auto detail = f.string("detail")) p.budget = budget_for_detail(*detail, where);
+  return p;
+}
+
+json normalize_content(const json& content, const std::string& where, std::vector<ImagePart>* images) {
   if (content.is_string()) return content.get<std::string>();
   if (!content.is_array()) {
     throw invalid_request(fmt::format("{}.content: must be a string or an array of content parts, got {}", where,
                                       brief(content)), "messages");
   }
   std::string text;
+  json parts = json::array();
+  bool has_image = false;
   for (size_t i = 0; i < content.size(); ++i) {
     std::string pw = fmt::format("{}.content[{}]", where, i);
     FieldReader part(content[i], pw);
     auto type = part.string("type");
     if (!type) throw invalid_request(pw + ".type: required", "messages");
+    if (*type == "image_url") {
+      images->push_back(image_part(part, pw));
+      parts.push_back({{"type", "image"}});
+      has_image = true;
+      continue;
+    }
     if (*type != "text") {
-      throw unsupported(fmt::format("{}: content parts of type \"{}\" are not supported (text only)", pw, *type),
-                        "messages");
+      throw unsupported(fmt::format("{}: content parts of type \"{}\" are not supported (text and image_url only)", pw,
+                                    *type), "messages");
     }
     auto t = part.string("text");
     if (!t) throw invalid_request(pw + ".text: required for a text part", "messages");
+    parts.push_back({{"type", "text"}, {"text", *t}});
     if (i > 0) text += "\n";
     text += *t;
   }
+  if (has_image) return parts;
   return text;
 }
 
@@ -70,7 +104,7 @@ json normalize_tool_call(const json& tc, const std::string& where) {
 
 }  // namespace
 
-json normalize_messages(const json& messages) {
+json normalize_messages(const json& messages, std::vector<ImagePart>* images) {
   if (!messages.is_array()) throw invalid_request("messages: must be an array", "messages");
   if (messages.empty()) throw invalid_request("messages: must contain at least one message", "messages");
   json out = json::array();
@@ -88,7 +122,7 @@ json normalize_messages(const json& messages) {
     const json* calls = f.array("tool_calls");
     if (calls && *role != "assistant") throw invalid_request(where + ".tool_calls: only assistant messages have tool calls", "messages");
     if (content) {
-      m["content"] = flatten_content(*content, where);
+      m["content"] = normalize_content(*content, where, images);
     } else if (!calls || calls->empty()) {
       throw invalid_request(where + ".content: required", "messages");
     } else {

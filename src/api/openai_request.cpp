@@ -76,11 +76,14 @@ void refuse_unsupported(const FieldReader& f, Endpoint endpoint) {
       {"logits_processors", "no custom logits processors"},
       {"vllm_xargs", "no custom logits processors"},
       {"documents", "no document rendering in the chat template"},
-      {"mm_processor_kwargs", "no multimodal input on this endpoint"},
   };
   for (auto [name, why] : kRefusedWhenNonEmpty)
     if (const json* v = f.raw(name); v && !(v->is_array() || v->is_object() ? v->empty() : false))
       throw unsupported(fmt::format("{} is not supported ({})", name, why), name);
+  if (const json* v = f.object("mm_processor_kwargs"); v && !v->empty() && endpoint == Endpoint::Completions) {
+    throw unsupported("mm_processor_kwargs is not supported on /v1/completions (images come in chat messages)",
+                      "mm_processor_kwargs");
+  }
   // Booleans refused at their non-default value.
   auto refuse_if = [&](const char* name, bool refused_value, const char* why) {
     if (f.boolean(name) == refused_value) throw unsupported(fmt::format("{}: {} is not supported ({})", name,
@@ -241,7 +244,17 @@ OpenAIRequest parse_chat_request(const json& body) {
   parse_common(f, body, r);
   const json* msgs = f.array("messages");
   if (!msgs) throw invalid_request("messages: required", "messages");
-  r.messages = normalize_messages(*msgs);
+  r.messages = normalize_messages(*msgs, &r.images);
+  if (const json* kw = f.object("mm_processor_kwargs")) {
+    FieldReader k(*kw, "mm_processor_kwargs");
+    for (auto it = kw->begin(); it != kw->end(); ++it) {
+      if (it.key() != "max_soft_tokens") {
+        throw unsupported(fmt::format("mm_processor_kwargs.{}: not an argument of the Gemma-4 image processor "
+                                      "(max_soft_tokens is)", it.key()), "mm_processor_kwargs");
+      }
+    }
+    r.max_soft_tokens = k.int32("max_soft_tokens");
+  }
   parse_tools(f, r);
   std::optional<bool> thinking;
   if (const json* kw = f.object("chat_template_kwargs")) {

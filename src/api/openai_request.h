@@ -31,6 +31,14 @@ struct PromptInput {
   bool is_ids = false;
 };
 
+// One image content part of a chat message ({"type": "image_url", "image_url": {"url", "detail"}}),
+// in prompt order. The chat template sees {"type": "image"} in its place.
+struct ImagePart {
+  std::string url;
+  std::optional<int> budget;  // from detail: "low" 70, "high" 1120; unset ("auto"): the request's or server's default
+  std::string where;          // "messages[1].content[2]", for error messages
+};
+
 struct OpenAIRequest {
   Endpoint endpoint = Endpoint::ChatCompletions;
   std::string model;  // empty when not given
@@ -41,6 +49,8 @@ struct OpenAIRequest {
   RequestJson tools;                     // null, or the array of {type:"function", function:{...}}
   RequestJson chat_template_kwargs = RequestJson::object();
   bool enable_thinking = false;          // chat_template_kwargs.enable_thinking, or reasoning_effort
+  std::vector<ImagePart> images;          // image parts of the messages, in order
+  std::optional<int> max_soft_tokens;     // mm_processor_kwargs.max_soft_tokens: the images' default budget
   // reasoning_effort as given ("none", "low", "medium", "high"): the template must have a thinking
   // switch for it to act on, which only the preparer can tell.
   std::optional<std::string> reasoning_effort;

@@ -5,6 +5,7 @@
 #include "api/api_error.h"
 #include "api/chat_messages.h"
 #include "api/json_fields.h"
+#include "api/request_preparer.h"
 
 namespace gs::api {
 
@@ -120,7 +121,8 @@ json OpenAIService::tokenize(const std::string& body) const {
     // The chat form: the exact prompt /v1/chat/completions would run.
     OpenAIRequest r = parse_chat_request(j);
     bool add_gen = f.boolean("add_generation_prompt").value_or(true);
-    ids = tok.encode(render_chat_prompt(r, *model_, add_gen), /*add_bos=*/false);
+    // Images count as the tokens they expand to (begin, soft tokens, end), so they are loaded here too.
+    ids = tokenize_chat_prompt(r, *model_, add_gen).tokens.ids;
   } else {
     auto prompt = f.string("prompt");
     if (!prompt) throw invalid_request("prompt: required (a string), or messages", "prompt");

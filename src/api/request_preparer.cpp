@@ -45,6 +45,26 @@ std::string render_chat_prompt(const OpenAIRequest& req, const ServingModel& mod
   }
 }
 
+ChatPrompt tokenize_chat_prompt(const OpenAIRequest& req, const ServingModel& model, bool add_generation_prompt) {
+  ChatPrompt p;
+  // Images first: a request refused for its images is refused before the template runs.
+  p.images = load_images(req, model.multimodal);
+  if (!p.images.empty() && !model.image_tokens.complete()) {
+    throw invalid_request(fmt::format("messages: the tokenizer of {} has no image tokens (<|image|>, <|image>, "
+                                      "<image|>)", model.name), "messages");
+  }
+  p.text = render_chat_prompt(req, model, add_generation_prompt);
+  // The template writes <bos> itself: no second one from the tokenizer unless asked (vLLM's
+  // add_special_tokens).
+  std::vector<int> ids = model.tokenizer->encode(p.text, req.add_special_tokens.value_or(false));
+  if (p.images.empty()) {
+    p.tokens.ids = std::move(ids);  // a text prompt's placeholder text stays what it is, as before images
+  } else {
+    p.tokens = expand_image_placeholders(ids, p.images, model.image_tokens);
+  }
+  return p;
+}
+
 namespace {
 
 SamplingParams sampling_for(const OpenAIRequest& r, const GenerationConfig& g, int max_tokens) {
@@ -94,12 +114,11 @@ PreparedRequest prepare_request(OpenAIRequest req, const ServingModel& model, co
   p.id = new_request_id(chat ? "chatcmpl-" : "cmpl-");
   p.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 
+  ChatPrompt chat_prompt;
   if (chat) {
-    std::string text = render_chat_prompt(req, model);
-    // The template writes <bos> itself: no second one from the tokenizer unless asked (vLLM's
-    // add_special_tokens).
-    p.prompt_ids.push_back(tok.encode(text, req.add_special_tokens.value_or(false)));
-    p.prompt_texts.push_back(std::move(text));
+    chat_prompt = tokenize_chat_prompt(req, model);
+    p.prompt_ids.push_back(chat_prompt.tokens.ids);
+    p.prompt_texts.push_back(chat_prompt.text);
   } else {
     const bool add_bos = req.add_special_tokens.value_or(tok.add_bos_default());
     for (const PromptInput& in : req.prompts) {
@@ -117,6 +136,10 @@ PreparedRequest prepare_request(OpenAIRequest req, const ServingModel& model, co
       c.index = static_cast<int>(pi) * req.n + k;
       c.request.id = fmt::format("{}-{}", p.id, c.index);
       c.request.prompt = p.prompt_ids[pi];
+      if (chat) {
+        c.request.mm_block = chat_prompt.tokens.mm_block;
+        c.request.images = chat_prompt.images;
+      }
       c.request.sampling = sampling_for(req, model.generation, max_tokens);
       // n seeded choices must differ from each other and still reproduce: seed + choice number.
       if (c.request.sampling.seed) *c.request.sampling.seed += static_cast<uint64_t>(k);

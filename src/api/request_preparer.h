@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "api/image_inputs.h"
 #include "api/openai_request.h"
 #include "api/serving_model.h"
 #include "engine/request.h"
@@ -32,6 +33,15 @@ struct PreparedRequest {
 // Throws ApiError (400) for anything the request cannot be served with. `limits` are the engine's
 // (EngineClient::limits()); token ids are also held to the tokenizer's vocabulary.
 PreparedRequest prepare_request(OpenAIRequest req, const ServingModel& model, const RequestLimits& limits);
+
+// Shared by prepare_request and /tokenize: the token ids of a chat request's prompt with its images
+// loaded and their placeholders expanded (ApiError 400 for an image that cannot be used).
+struct ChatPrompt {
+  std::string text;
+  ExpandedPrompt tokens;
+  std::vector<PreparedImagePtr> images;
+};
+ChatPrompt tokenize_chat_prompt(const OpenAIRequest& req, const ServingModel& model, bool add_generation_prompt = true);
 
 // Shared by prepare_request and /tokenize: the prompt text of a chat request.
 std::string render_chat_prompt(const OpenAIRequest& req, const ServingModel& model, bool add_generation_prompt = true);

@@ -1,12 +1,13 @@
 // Everything the API layer knows about the model it serves: its public name, tokenizer, chat
-// template and generation_config.json defaults. Built once at start-up, shared read-only by all
-// request threads.
+// template, generation_config.json defaults, and what it accepts as image input. Built once at
+// start-up, shared read-only by all request threads.
 #pragma once
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "api/choice_decoder.h"
+#include "api/multimodal_options.h"
 #include "chat/chat_template.h"
 #include "checkpoint/generation_config.h"
 #include "tokenizer/tokenizer.h"
@@ -19,11 +20,14 @@ struct ServingModel {
   std::shared_ptr<const ChatTemplate> chat_template; // null: /v1/chat/completions is refused
   GenerationConfig generation;
   SpecialMarkers markers;
+  MultimodalOptions multimodal;   // image input: off unless --enable-multimodal
+  ImageTokenIds image_tokens;     // the tokenizer's <|image|>, <|image>, <image|>
 
   ServingModel(std::string name, std::shared_ptr<const Tokenizer> tok, std::shared_ptr<const ChatTemplate> tmpl,
                GenerationConfig gen)
       : name(std::move(name)), tokenizer(std::move(tok)), chat_template(std::move(tmpl)), generation(std::move(gen)),
-        markers(SpecialMarkers::from(*tokenizer)) {}
+        markers(SpecialMarkers::from(*tokenizer)),
+        image_tokens(ImageTokenIds::from(*tokenizer)) {}
 };
 
 }  // namespace gs::api

@@ -15,6 +15,7 @@ struct BenchRequest {
   std::string prompt;
   int prompt_len = 0;   // tokens of `prompt` by the tokenizer; 0 when unknown (no tokenizer)
   int output_len = 0;   // max_tokens to ask for
+  std::vector<std::string> image_urls;  // sent as image_url parts after the text (chat only; random-mm)
 };
 
 // How --random-range-ratio r turns a length L into the interval lengths are drawn from (uniform

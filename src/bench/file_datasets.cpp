@@ -56,7 +56,7 @@ std::vector<BenchRequest> sharegpt_dataset(const std::string& path, const BenchT
       if (prompt_len < 4 || output_len < 4) continue;
       if (prompt_len > 1024 || prompt_len + output_len > 2048) continue;
     }
-    out.push_back({prompt, prompt_len, output_len});
+    out.push_back({prompt, prompt_len, output_len, {}});
   }
   GS_CHECK(!out.empty(), "{}: no conversation passed the length filter", path);
   GS_CHECK(static_cast<int>(out.size()) == num_prompts,

@@ -83,7 +83,7 @@ std::vector<BenchRequest> random_dataset(const BenchTokenizer& tok, const Random
     const int target = static_cast<int>(prefix.size()) + own;
     ExactText t = exact_length_text(tok, prefix, draw, target, pool, rng);
     if (t.len != target) ++inexact;
-    out_reqs.push_back({std::move(t.text), t.len, out_len(rng)});
+    out_reqs.push_back({std::move(t.text), t.len, out_len(rng), {}});
   }
   if (inexact > 0) log::warn("random dataset: {} of {} prompts could not be made exactly their drawn length; their "
                              "real token counts are used", inexact, o.num_prompts);

@@ -24,7 +24,13 @@ nlohmann::json request_body(const RequestSettings& s, const BenchRequest& req) {
   if (s.endpoint == ApiEndpoint::Completions) {
     body["prompt"] = req.prompt;
   } else {
-    body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", req.prompt}}});
+    nlohmann::json content = req.prompt;
+    if (!req.image_urls.empty()) {
+      content = nlohmann::json::array({{{"type", "text"}, {"text", req.prompt}}});
+      for (const std::string& url : req.image_urls)
+        content.push_back({{"type", "image_url"}, {"image_url", {{"url", url}}}});
+    }
+    body["messages"] = nlohmann::json::array({{{"role", "user"}, {"content", content}}});
   }
   if (s.ignore_eos) body["ignore_eos"] = true;
   for (auto it = s.extra_body.begin(); it != s.extra_body.end(); ++it) body[it.key()] = it.value();

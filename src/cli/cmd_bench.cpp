@@ -12,6 +12,7 @@
 #include "bench/bench_tokenizer.h"
 #include "bench/benchmark.h"
 #include "bench/dataset.h"
+#include "bench/image_dataset.h"
 #include "bench/report.h"
 #include "bench/svg_chart.h"
 #include "bench/sweep.h"
@@ -38,6 +39,8 @@ struct BenchOptions {
   double random_range_ratio = 0;
   std::string random_range_mode = "vllm";
   int random_prefix_len = 0;
+  int random_mm_items = 1;
+  std::string random_mm_sizes = "720x1280";
   int sharegpt_output_len = 0;
   int jsonl_output_len = 256;
   int max_concurrency = 0;
@@ -73,7 +76,9 @@ std::unique_ptr<BenchTokenizer> resolve_tokenizer(const BenchOptions& o, const s
 }
 
 std::vector<BenchRequest> load_dataset(const BenchOptions& o, const BenchTokenizer* tok, const std::string& why_none) {
-  if (o.dataset_name == "random") {
+  if (o.dataset_name == "random" || o.dataset_name == "random-mm") {
+    GS_CHECK(o.dataset_name == "random" || o.endpoint == "/v1/chat/completions",
+             "--dataset-name random-mm sends images in chat messages: use --endpoint /v1/chat/completions");
     GS_CHECK(tok, "--dataset-name random needs a tokenizer (prompt lengths are exact token counts): pass --tokenizer "
              "(a tokenizer.json, model directory or .gguf); {}", why_none);
     RandomDatasetOptions r;
@@ -90,7 +95,17 @@ std::vector<BenchRequest> load_dataset(const BenchOptions& o, const BenchTokeniz
               "output lengths uniform in [{}, {}]",
               range_mode_name(r.range_mode), r.range_ratio, in.lo, in.hi,
               r.prefix_len > 0 ? fmt::format(" plus a shared prefix of {}", r.prefix_len) : "", out.lo, out.hi);
-    return random_dataset(*tok, r);
+    std::vector<BenchRequest> requests = random_dataset(*tok, r);
+    if (o.dataset_name == "random-mm") {
+      RandomMmOptions mm;
+      mm.items_per_request = o.random_mm_items;
+      mm.sizes = parse_image_sizes(o.random_mm_sizes);
+      mm.seed = o.seed;
+      add_random_images(requests, mm);
+      log::info("random-mm: {} random image(s) of {} per request (prompt lengths from the server's usage)",
+                o.random_mm_items, o.random_mm_sizes);
+    }
+    return requests;
   }
   if (o.dataset_name == "sharegpt") {
     GS_CHECK(tok, "--dataset-name sharegpt needs a tokenizer (lengths are token counts): pass --tokenizer; {}",
@@ -103,7 +118,7 @@ std::vector<BenchRequest> load_dataset(const BenchOptions& o, const BenchTokeniz
     if (!tok) log::info("no tokenizer: prompt lengths will come from the server's usage ({})", why_none);
     return jsonl_dataset(o.dataset_path, tok, o.num_prompts, o.jsonl_output_len);
   }
-  throw Error("--dataset-name '{}' is not random, sharegpt or jsonl", o.dataset_name);
+  throw Error("--dataset-name '{}' is not random, random-mm, sharegpt or jsonl", o.dataset_name);
 }
 
 nlohmann::json config_json(const BenchOptions& o, const RequestSettings& s, const BenchTokenizer* tok) {
@@ -116,7 +131,11 @@ nlohmann::json config_json(const BenchOptions& o, const RequestSettings& s, cons
                       {"seed", o.seed},              {"ignore_eos", o.ignore_eos},
                       {"warmup_requests", o.warmup_requests}, {"temperature", o.temperature},
                       {"extra_body", s.extra_body}};
-  if (o.dataset_name == "random") {
+  if (o.dataset_name == "random-mm") {
+    j["random_mm_base_items_per_request"] = o.random_mm_items;
+    j["random_mm_image_sizes"] = o.random_mm_sizes;
+  }
+  if (o.dataset_name == "random" || o.dataset_name == "random-mm") {
     j["random_input_len"] = o.random_input_len;
     j["random_output_len"] = o.random_output_len;
     j["random_range_ratio"] = o.random_range_ratio;
@@ -268,7 +287,14 @@ GS_REGISTER_COMMAND(bench, "bench", "Benchmark an OpenAI-compatible server (vllm
                                      "counts when the server sends no usage (default: the server's own, over its "
                                      "POST /tokenize and /detokenize)");
                       app.add_option("--api-key", o->api_key, "Bearer token (default: $OPENAI_API_KEY)");
-                      app.add_option("--dataset-name", o->dataset_name, "random, sharegpt or jsonl")->capture_default_str();
+                      app.add_option("--dataset-name", o->dataset_name,
+                                     "random, random-mm (random text plus random images, chat endpoint), sharegpt or "
+                                     "jsonl")->capture_default_str();
+                      app.add_option("--random-mm-base-items-per-request", o->random_mm_items,
+                                     "random-mm: images per request")->capture_default_str();
+                      app.add_option("--random-mm-image-sizes", o->random_mm_sizes,
+                                     "random-mm: image sizes as HEIGHTxWIDTH, comma-separated, one drawn uniformly per "
+                                     "image (random pixels, sent as BMP data: URLs)")->capture_default_str();
                       app.add_option("--dataset-path", o->dataset_path, "ShareGPT JSON or prompts JSONL");
                       app.add_option("--num-prompts", o->num_prompts, "Requests to send")->capture_default_str();
                       app.add_option("--random-input-len", o->random_input_len)->capture_default_str();

@@ -11,6 +11,7 @@
 
 #include "cli/command.h"
 #include "cli/kernel_policy_option.h"
+#include "cli/multimodal_flags.h"
 #include "cli/serving_stack.h"
 #include "cli/speculative_options.h"
 #include "core/error.h"
@@ -27,6 +28,7 @@ namespace {
 struct ServeOptions {
   StackOptions stack;
   SpeculativeFlags speculative;
+  MultimodalFlags multimodal;
   server::ServerOptions http;
   server::ApiKeySources api_key;  // --api-key, --api-key-file, $GEMMASERVE_API_KEY as given
   std::string api_key_arg, api_key_file_arg;
@@ -62,6 +64,8 @@ int serve(ServeOptions o) {
     o.stack.speculative_convention = spec.convention;
   }
   o.stack.engine.enable_prefix_caching = !o.no_prefix_caching;
+  o.stack.multimodal = resolve_multimodal(o.multimodal);
+  o.stack.engine.enable_multimodal = o.multimodal.enable;
   o.stack.engine.kv_cache_memory_bytes = static_cast<size_t>(o.kv_cache_gib * (1ull << 30));
   GS_CHECK(o.http.port >= 0 && o.http.port <= 65535, "--port {} is not a TCP port", o.http.port);
   GS_CHECK(o.shutdown_timeout >= 0, "--shutdown-timeout {} is negative", o.shutdown_timeout);
@@ -178,6 +182,7 @@ GS_REGISTER_COMMAND(serve, "serve", "Serve a model over an OpenAI-compatible HTT
                                      "model and window)")
                           ->capture_default_str();
                       app.add_option("--page-size", e.page_size, "Tokens per KV cache page")->capture_default_str();
+                      add_multimodal_options(app, o->multimodal);
                       app.add_flag("--no-enable-prefix-caching", o->no_prefix_caching,
                                    "Turn off reuse of KV pages of prompts seen before");
                       app.add_option("--max-queue", e.max_queue,

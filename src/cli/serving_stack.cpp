@@ -119,6 +119,14 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
   s->engine_ = std::make_unique<Engine>(s->model_, engine);
   s->client_ = std::make_unique<api::EngineClientFor>(*s->engine_);
   s->serving_ = std::make_shared<api::ServingModel>(name, tokenizer, tmpl, loaded.generation);
+  s->serving_->multimodal = o.multimodal;
+  s->serving_->multimodal.enabled = o.engine.enable_multimodal;
+  if (o.engine.enable_multimodal) {
+    GS_CHECK(s->serving_->image_tokens.complete(), "--enable-multimodal: the tokenizer {} has no image tokens "
+             "(<|image|>, <|image>, <image|>)", tok_path);
+    log::info("image input: on, up to {} images a request, {} soft tokens an image by default",
+              o.multimodal.max_images_per_prompt, o.multimodal.default_budget);
+  }
   log::info("backend: {}", s->backend_->name());  // the engine logs its memory plan itself
   s->engine_->start();
   return s;

@@ -26,6 +26,7 @@ struct StackOptions {
   double speculative_accept_rate = 0;  // benchmarks only (--speculative-accept-rate)
   std::string speculative_convention = "transformers";
   EngineOptions engine;
+  api::MultimodalOptions multimodal;  // image input; on with engine.enable_multimodal
 };
 
 class ServingStack {

@@ -168,7 +168,7 @@ Engine::SubmitResult Engine::submit(GenerationRequest req) {
   seq->prompt_len = int(req.prompt.size());
   seq->pages.cacheable = true;
   seq->req = std::move(req);
-  seq->pages.cacheable = !seq->has_images();
+  set_image_keys(seq->pages, seq->req.mm_block, seq->req.images, m.kv->page_size());
   if (seq->req.sampling.prompt_logprobs) seq->prompt_logprobs.resize(seq->prompt_len);
   if (seq->req.sampling.repetition_penalty != 1.f) {
     seq->prompt_set_ids = seq->req.prompt;

@@ -91,7 +91,14 @@ void KvManager::free(SeqPages& s) {
 int KvManager::apply_prefix_hit(SeqPages& s, const int* tokens, int n) {
   GS_CHECK(s.table[0].empty() && s.table[1].empty(), "KV manager: prefix lookup for a sequence that holds pages");
   if (!prefix_ || !s.cacheable || n <= 1) return 0;
-  PrefixCache::Hit hit = prefix_->lookup(tokens, n, (n - 1) / page_size_);
+  PrefixCache::Hit hit = prefix_->lookup(tokens, n, (n - 1) / page_size_, &s.image_keys);
+  int m = hit.num_pages;
+  while (m > 0 && size_t(m - 1) < s.ends_inside_image.size() && s.ends_inside_image[m - 1]) --m;
+  if (m < hit.num_pages) {  // nothing is retained yet: shortening the hit is only bookkeeping
+    hit.num_pages = m;
+    hit.hashes.resize(m);
+    for (auto& pages : hit.pages) pages.resize(std::min(pages.size(), size_t(m)));
+  }
   for (int g = 0; g < kNumKvGroups; ++g) {
     if (!has_[g]) continue;
     s.table[g] = hit.pages[g];
@@ -107,11 +114,44 @@ void KvManager::index_computed_pages(SeqPages& s, const int* tokens, int num_com
   for (size_t i = s.hashes.size(); int(i + 1) * page_size_ <= num_computed; ++i) {
     uint64_t parent = i ? s.hashes[i - 1] : 0;
     const int* page_tokens = tokens + i * page_size_;
-    uint64_t h = PrefixCache::chain_hash(parent, page_tokens, page_size_);
+    const uint64_t key = i < s.image_keys.size() ? s.image_keys[i] : 0;
+    uint64_t h = PrefixCache::chain_hash(parent, page_tokens, page_size_, key);
     int pages[kNumKvGroups];
     for (int g = 0; g < kNumKvGroups; ++g) pages[g] = i < s.table[g].size() ? s.table[g][i] : -1;
-    prefix_->insert(h, parent, page_tokens, pages);
+    prefix_->insert(h, parent, page_tokens, pages, key);
     s.hashes.push_back(h);
+  }
+}
+
+void set_image_keys(SeqPages& s, const std::vector<int>& mm_block, const std::vector<PreparedImagePtr>& images,
+                    int page_size) {
+  s.image_keys.clear();
+  s.ends_inside_image.clear();
+  const int n = int(mm_block.size());
+  bool any = false;
+  for (int p = 0; p < n; ++p) {
+    const int b = mm_block[p];
+    if (b < 0) continue;
+    if (size_t(b) >= images.size() || !images[b]) {
+      s.cacheable = false;  // nothing tells this image's tokens from another's
+      return;
+    }
+    any = true;
+  }
+  if (!any) return;
+  const int pages = (n + page_size - 1) / page_size;
+  s.image_keys.assign(pages, 0);
+  s.ends_inside_image.assign(pages, false);
+  for (int p = 0; p < n; ++p) {
+    const int b = mm_block[p];
+    if (b < 0) continue;
+    uint64_t& key = s.image_keys[p / page_size];
+    // Once per image start within a page (and at a page start), so the key names each image the
+    // page holds, in order.
+    if (p % page_size == 0 || mm_block[p - 1] != b) {
+      key = (key ^ images[b]->content_hash) * 0x9E3779B97F4A7C15ull + 1;
+    }
+    if ((p + 1) % page_size == 0 && p + 1 < n && mm_block[p + 1] == b) s.ends_inside_image[p / page_size] = true;
   }
 }
 

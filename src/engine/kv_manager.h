@@ -12,15 +12,27 @@
 #include "engine/page_pool.h"
 #include "engine/prefix_cache.h"
 #include "model/model_config.h"
+#include "vision/prepared_image.h"
 
 namespace gs {
 
 struct SeqPages {
   std::vector<int> table[kNumKvGroups];
   std::vector<uint64_t> hashes;  // chain hashes of the leading whole pages already indexed (or hit)
-  bool cacheable = true;         // false: never looked up nor indexed (e.g. images: the hash
-                                 // covers token ids only, not pixels)
+  bool cacheable = true;         // false: never looked up nor indexed
+  // Prompt pages holding image soft tokens (set_image_keys): page i's image key, and whether the
+  // end of page i falls inside an image (a prefix hit never ends there: the rest of that image
+  // would start a step mid-image). Empty for text-only prompts.
+  std::vector<uint64_t> image_keys;
+  std::vector<bool> ends_inside_image;
 };
+
+// Keys a prompt's pages by the images whose soft tokens they hold (vision block b is images[b]), so
+// a repeated image hits the prefix cache and a different image with the same token ids does not.
+// A prompt whose image blocks have no PreparedImage (no content hash to key them by) is made
+// not cacheable.
+void set_image_keys(SeqPages& s, const std::vector<int>& mm_block, const std::vector<PreparedImagePtr>& images,
+                    int page_size);
 
 class KvManager {
  public:

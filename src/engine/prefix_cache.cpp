@@ -21,7 +21,7 @@ PrefixCache::~PrefixCache() {
     if (pool) pool->on_evict = nullptr;
 }
 
-uint64_t PrefixCache::chain_hash(uint64_t parent, const int* tokens, int n) {
+uint64_t PrefixCache::chain_hash(uint64_t parent, const int* tokens, int n, uint64_t key) {
   // FNV-1a over the parent hash and the token bytes, then a final avalanche (splitmix64) so that
   // nearby inputs spread over the whole table.
   uint64_t h = 0xcbf29ce484222325ull ^ parent;
@@ -32,6 +32,10 @@ uint64_t PrefixCache::chain_hash(uint64_t parent, const int* tokens, int n) {
     }
   };
   for (int i = 0; i < n; ++i) mix(uint32_t(tokens[i]));
+  if (key) {
+    mix(uint32_t(key));
+    mix(uint32_t(key >> 32));
+  }
   h ^= h >> 30;
   h *= 0xbf58476d1ce4e5b9ull;
   h ^= h >> 27;
@@ -40,23 +44,24 @@ uint64_t PrefixCache::chain_hash(uint64_t parent, const int* tokens, int n) {
   return h;
 }
 
-const PrefixCache::Entry* PrefixCache::find(uint64_t hash, uint64_t parent, const int* tokens) const {
+const PrefixCache::Entry* PrefixCache::find(uint64_t hash, uint64_t parent, const int* tokens, uint64_t key) const {
   auto it = entries_.find(hash);
   if (it == entries_.end()) return nullptr;
   const Entry& e = it->second;
-  if (e.parent != parent || !std::equal(e.tokens.begin(), e.tokens.end(), tokens)) return nullptr;
+  if (e.parent != parent || e.key != key || !std::equal(e.tokens.begin(), e.tokens.end(), tokens)) return nullptr;
   return &e;
 }
 
-PrefixCache::Hit PrefixCache::lookup(const int* tokens, int n, int max_pages) const {
+PrefixCache::Hit PrefixCache::lookup(const int* tokens, int n, int max_pages, const std::vector<uint64_t>* keys) const {
   Hit hit;
   max_pages = std::min(max_pages, n / page_size_);
   std::vector<const Entry*> chain;
   uint64_t parent = 0;
   for (int i = 0; i < max_pages; ++i) {
     const int* page_tokens = tokens + size_t(i) * page_size_;
-    uint64_t h = chain_hash(parent, page_tokens, page_size_);
-    const Entry* e = find(h, parent, page_tokens);
+    const uint64_t key = keys && size_t(i) < keys->size() ? (*keys)[i] : 0;
+    uint64_t h = chain_hash(parent, page_tokens, page_size_, key);
+    const Entry* e = find(h, parent, page_tokens, key);
     if (!e || e->pages[int(anchor())] < 0) break;
     chain.push_back(e);
     hit.hashes.push_back(h);
@@ -83,12 +88,13 @@ PrefixCache::Hit PrefixCache::lookup(const int* tokens, int n, int max_pages) co
   return hit;
 }
 
-void PrefixCache::insert(uint64_t hash, uint64_t parent, const int* tokens, const int pages[kNumKvGroups]) {
+void PrefixCache::insert(uint64_t hash, uint64_t parent, const int* tokens, const int pages[kNumKvGroups],
+                         uint64_t key) {
   auto it = entries_.find(hash);
   if (it != entries_.end()) {
     Entry& e = it->second;
     // A different prefix with the same 64-bit hash: keep the first one, never mix them.
-    if (e.parent != parent || !std::equal(e.tokens.begin(), e.tokens.end(), tokens)) return;
+    if (e.parent != parent || e.key != key || !std::equal(e.tokens.begin(), e.tokens.end(), tokens)) return;
     int s = int(KvGroup::Sliding);
     if (needs(KvGroup::Sliding) && e.pages[s] < 0 && pages[s] >= 0 && !pools_[s]->is_cached(pages[s])) {
       e.pages[s] = pages[s];
@@ -100,6 +106,7 @@ void PrefixCache::insert(uint64_t hash, uint64_t parent, const int* tokens, cons
   if (pages[int(anchor())] < 0) return;  // nothing worth indexing
   Entry e;
   e.parent = parent;
+  e.key = key;
   e.tokens.assign(tokens, tokens + page_size_);
   for (int g = 0; g < kNumKvGroups; ++g) {
     int p = pages[g];

@@ -168,7 +168,7 @@ TEST(OpenAIRequest, BadMessages) {
       json{{{"content", "x"}}},                                         // no role
       json{{{"role", "user"}}},                                         // no content
       json{{{"role", "user"}, {"content", 5}}},                         // content type
-      json{{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", "x"}}}}}},  // unsupported part
+      json{{{"role", "user"}, {"content", {{{"type", "image_url"}, {"image_url", "x"}}}}}},  // image_url not an object
       json{{{"role", "user"}, {"content", {{{"type", "text"}}}}}},      // text part without text
       json{"hello"},                                                    // not an object
       json{{{"role", "user"}, {"content", "x"}, {"tool_calls", json::array({json::object()})}}},  // user tool call
