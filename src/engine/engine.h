@@ -43,6 +43,7 @@ struct EngineOptions {
                                       // gpu_memory_utilization, cpu uses 1 GiB
   double swa_full_tokens_ratio = 0;   // sliding-pool tokens per full-pool token; 0: derived (memory_plan.h)
   bool enable_prefix_caching = true;
+  bool enable_multimodal = false;
   int max_queue = 1024;               // waiting requests beyond this are rejected with 429
   bool debug_page_checks = false;     // validate every page-table entry before each step
   bool enforce_eager = false;         // never replay decode steps from CUDA graphs
