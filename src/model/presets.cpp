@@ -100,7 +100,7 @@ json vision_config(Tower t) {
           {"rms_norm_eps", 1e-6},
           {"patch_size", 16},
           {"pooling_kernel_size", 3},
-          {"position_embedding_size", demo ? 256 : 10240},
+          {"position_embedding_size", 10240},
           {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 100.0}}},
           {"use_clipped_linears", !large},
           {"standardize", large},

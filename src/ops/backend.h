@@ -17,7 +17,6 @@
 #include <utility>
 #include <vector>
 
-#include "core/error.h"
 #include "core/tensor.h"
 #include "ops/attention_batch.h"
 #include "ops/kv_cache.h"
@@ -25,6 +24,8 @@
 #include "ops/rope.h"
 
 namespace gs {
+
+[[noreturn]] void throw_not_implemented(const std::string& message);
 
 // Where the q|k|v projection output of one attention layer comes from.
 enum class QkvLayout {
@@ -227,7 +228,7 @@ class Backend {
   // their image; scale 1.0 (q and k are RMS-normed).
   virtual void vision_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cu_rows,
                                 const std::vector<int>& h_cu_rows, int heads, int head_dim, const Tensor& out) {
-    throw Error("vision_attention is not implemented on this backend");
+    throw_not_implemented("vision_attention is not implemented on this backend");
   }
 
   // ---- sampling -----------------------------------------------------------------------------
@@ -299,7 +300,7 @@ class Backend {
 
  private:
   [[noreturn]] void missing_vision_op(const char* op) const {
-    throw Error("{} (a vision tower op) is not implemented on the {} backend", op, name());
+    throw_not_implemented(std::string(op) + " (a vision tower op) is not implemented on the " + name() + " backend");
   }
 };
 

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <functional>
 
 #include "checkpoint/checkpoint.h"
 #include "core/npy.h"
@@ -51,12 +52,13 @@ struct VisionModel {
   std::unique_ptr<Gemma4Model> model;
 };
 
-VisionModel load_vision_model(const std::string& kind, int max_tokens = 256) {
+VisionModel load_vision_model(const std::string& kind, int max_tokens = 256, const char* overlay = nullptr) {
   VisionModel m;
   m.backend = make_cpu_backend(2);
   auto ckpt = Checkpoint::open(vg_dir() + "/" + kind, CheckpointOptions{true});
   ModelConfig cfg = ModelConfig::from_json(ckpt->config_json());
   EXPECT_TRUE(cfg.has_vision());
+  if (overlay) cfg.mm_overlay = parse_mm_overlay(overlay);
   ModelWeights w = load_weights(*ckpt, cfg, *m.backend);
   EXPECT_TRUE(w.vision);
   m.model = std::make_unique<Gemma4Model>(cfg, std::move(w), *m.backend);
@@ -147,9 +149,34 @@ TEST_P(VisionPromptGolden, LogitsAndGreedyMatchReference) {
   const std::vector<float> ref = read_f32(dir + "/logits_" + pc.prompt + ".npy", &shape);
   const std::vector<float> ours = sequence_logits(*m.model, p.tokens, opt, &p);
   ASSERT_EQ(ours.size(), ref.size());
+  // Tolerance: the tower matches to ~1e-5 relative (EachImageMatchesReference), but these random
+  // towers put out soft tokens of std ~10 into text models whose head_dim-256 attention with scale 1
+  // is very peaked, so f32 rounding differences grow more than in the text-only fixtures
+  // (observed max |Δlogit| 2.5e-3 to 9e-3, rel L2 ~1e-4; the reference's own bf16 forward is at rel
+  // L2 0.45). We assert rel L2 <= 1e-3, max |Δ| <= 2e-2, the top-1 of every row whose reference
+  // margin is clear, and the greedy continuation token for token.
+  const int V = int(shape[1]);
+  double num = 0, den = 0;
   float max_diff = 0;
-  for (size_t i = 0; i < ref.size(); ++i) max_diff = std::max(max_diff, std::fabs(ours[i] - ref[i]));
-  EXPECT_LE(max_diff, 2e-3f) << "max |Δlogit| over " << shape[0] << " rows";
+  int top1_checked = 0;
+  for (int t = 0; t < int(shape[0]); ++t) {
+    const float* o = ours.data() + size_t(t) * V;
+    const float* r = ref.data() + size_t(t) * V;
+    for (int v = 0; v < V; ++v) {
+      num += double(o[v] - r[v]) * (o[v] - r[v]);
+      den += double(r[v]) * r[v];
+      max_diff = std::max(max_diff, std::fabs(o[v] - r[v]));
+    }
+    std::vector<float> sorted(r, r + V);
+    std::partial_sort(sorted.begin(), sorted.begin() + 2, sorted.end(), std::greater<float>());
+    if (sorted[0] - sorted[1] > 1e-1f) {
+      ++top1_checked;
+      EXPECT_EQ(std::max_element(o, o + V) - o, std::max_element(r, r + V) - r) << "row " << t;
+    }
+  }
+  EXPECT_LE(std::sqrt(num / den), 1e-3) << "rel L2 over " << shape[0] << " rows";
+  EXPECT_LE(max_diff, 2e-2f) << "max |Δlogit| over " << shape[0] << " rows";
+  EXPECT_GT(top1_checked, int(shape[0]) / 2);
 
   std::ifstream gf(dir + "/greedy_" + pc.prompt + ".json");
   const nlohmann::json greedy = nlohmann::json::parse(gf);
@@ -169,6 +196,28 @@ INSTANTIATE_TEST_SUITE_P(
                     PromptCase{"vision_std", "p3", LogitsMode::Prefill, 0},
                     PromptCase{"vision_std", "p3", LogitsMode::Chunked, 7}),
     prompt_case_name);
+
+// The overlay's semantics are pinned by the fixture: transformers 5.17 lets an image's earlier soft
+// tokens be seen only inside the sliding window; seeing the whole image (the release notes' reading)
+// or no overlay at all gives clearly different logits for images longer than the window.
+TEST(VisionOverlay, OnlyTheReferenceOverlayMatches) {
+  const std::string dir = vg_dir() + "/vision_std";
+  std::vector<PreparedImagePtr> ims{image("img1"), image("img0"), image("img2")};
+  std::vector<int64_t> shape;
+  const std::vector<float> ref = read_f32(dir + "/logits_p3.npy", &shape);
+  for (const char* overlay : {"sliding-in-window", "sliding", "none"}) {
+    VisionModel m = load_vision_model("vision_std", 256, overlay);
+    const PromptImages p =
+        expand_image_placeholders(npy_token_ids(read_npy(dir + "/prompt_p3.npy"), "prompt"), m.model->config(), ims);
+    SequenceRunOptions opt;
+    const std::vector<float> ours = sequence_logits(*m.model, p.tokens, opt, &p);
+    double num = 0, den = 0;
+    for (size_t i = 0; i < ref.size(); ++i) num += double(ours[i] - ref[i]) * (ours[i] - ref[i]), den += double(ref[i]) * ref[i];
+    const double rel = std::sqrt(num / den);
+    if (std::string(overlay) == "sliding-in-window") EXPECT_LE(rel, 1e-3) << overlay;
+    else EXPECT_GT(rel, 1e-2) << overlay;
+  }
+}
 
 }  // namespace
 }  // namespace gs::test
