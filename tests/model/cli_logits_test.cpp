@@ -89,7 +89,7 @@ TEST_F(CliLogits, ImagePixelsMatchTheReference) {
     ASSERT_EQ(a.shape, ref.shape);
     float worst = 0;
     for (int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, std::fabs(a.as<float>()[i] - ref.as<float>()[i]));
-    EXPECT_LE(worst, 2e-3f) << mode;
+    EXPECT_LE(worst, 2e-2f) << mode;  // the image fixtures' bound (vision_golden_test.cpp says why)
   }
   // One image for three image tokens: an error naming both counts.
   CliResult r = run_cli("logits --model " + fx + "/vision_std --tokens " + fx + "/vision_std/prompt_p3.npy --out " +
