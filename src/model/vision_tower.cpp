@@ -55,7 +55,8 @@ VisionTower::VisionTower(const ModelConfig& cfg, std::shared_ptr<const VisionWei
   GS_CHECK(cfg.has_vision() && w_, "vision tower: the model has no vision_config or no tower weights");
   const int64_t Hv = vc_.hidden_size, I = vc_.intermediate_size, qd = int64_t(vc_.num_heads) * vc_.head_dim;
   expect_shape(w_->input_proj, Shape{Hv, vc_.patch_values()}, "patch_embedder.input_proj");
-  expect_shape(w_->position_table, Shape{2, vc_.position_embedding_size, Hv}, "patch_embedder.position_embedding_table");
+  expect_shape(w_->position_table, Shape{2, vc_.position_embedding_size, Hv},
+               "patch_embedder.position_embedding_table");
   expect_shape(w_->embed_projection, Shape{text_hidden_, Hv}, "embed_vision.embedding_projection");
   GS_CHECK(int(w_->layers.size()) == vc_.num_layers, "vision tower: {} layer weights for {} layers", w_->layers.size(),
            vc_.num_layers);
@@ -188,7 +189,8 @@ void VisionTower::encode_pass(const std::vector<const PreparedImage*>& images, s
       pos[size_t(2 * (base + p))] = x;
       pos[size_t(2 * (base + p) + 1)] = y;
       // The pooler's cell of this patch: (x/3) + (gw/3)·(y/3), row-major over the 3×3 cells.
-      const int64_t c = cell0 + x / PreparedImage::kPool + int64_t(gw / PreparedImage::kPool) * (y / PreparedImage::kPool);
+      constexpr int k = PreparedImage::kPool;
+      const int64_t c = cell0 + x / k + int64_t(gw / k) * (y / k);
       GS_CHECK(filled[size_t(c)] < kCell, "image {}: more than 9 patches fall in soft token {}", i, c - cell0);
       src[size_t(c * kCell + filled[size_t(c)]++)] = int32_t(base + p);
     }

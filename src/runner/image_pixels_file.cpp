@@ -11,7 +11,8 @@ namespace gs {
 PreparedImagePtr read_image_pixels(const std::string& npy_path) {
   const NpyArray a = read_npy(npy_path);
   std::string json_path = npy_path;
-  if (json_path.size() > 4 && json_path.compare(json_path.size() - 4, 4, ".npy") == 0) json_path.resize(json_path.size() - 4);
+  if (json_path.size() > 4 && json_path.compare(json_path.size() - 4, 4, ".npy") == 0)
+    json_path.resize(json_path.size() - 4);
   json_path += ".json";
   const nlohmann::json j = read_json_file(json_path);
   auto dim = [&](const char* key) {

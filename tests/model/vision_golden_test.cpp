@@ -212,7 +212,10 @@ TEST(VisionOverlay, OnlyTheReferenceOverlayMatches) {
     SequenceRunOptions opt;
     const std::vector<float> ours = sequence_logits(*m.model, p.tokens, opt, &p);
     double num = 0, den = 0;
-    for (size_t i = 0; i < ref.size(); ++i) num += double(ours[i] - ref[i]) * (ours[i] - ref[i]), den += double(ref[i]) * ref[i];
+    for (size_t i = 0; i < ref.size(); ++i) {
+      num += double(ours[i] - ref[i]) * (ours[i] - ref[i]);
+      den += double(ref[i]) * ref[i];
+    }
     const double rel = std::sqrt(num / den);
     if (std::string(overlay) == "sliding-in-window") EXPECT_LE(rel, 1e-3) << overlay;
     else EXPECT_GT(rel, 1e-2) << overlay;

@@ -181,7 +181,8 @@ void launch_scatter_rows(const Tensor& src, const Tensor& rows, const Tensor& ds
           src.str(), " must be [", n, ", ", H, "] of dst's dtype (", dst.str(), ")");
   if (n * H == 0) return;
   if (src.dtype == DType::BF16)
-    scatter_rows_kernel<<<blocks(n * H), kThreads, 0, stream>>>(src.ptr<bf16>(), rows.ptr<int>(), dst.ptr<bf16>(), n, H);
+    scatter_rows_kernel<<<blocks(n * H), kThreads, 0, stream>>>(src.ptr<bf16>(), rows.ptr<int>(), dst.ptr<bf16>(), n,
+                                                                H);
   else
     scatter_rows_kernel<<<blocks(n * H), kThreads, 0, stream>>>(src.ptr<float>(), rows.ptr<int>(), dst.ptr<float>(), n,
                                                                 H);
