@@ -53,12 +53,17 @@ bool Checkpoint::is_skipped_name(const std::string& name) {
   return name == "lm_head.weight";  // tied to embed_tokens
 }
 
-std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir_in) {
+bool Checkpoint::is_vision_name(const std::string& name) {
+  return name.rfind("model.vision_tower.", 0) == 0 || name.rfind("model.embed_vision.", 0) == 0;
+}
+
+std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir_in, const CheckpointOptions& opts) {
   std::string dir = dir_in;
   while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
   if (!is_dir(dir)) throw Error("model directory {} does not exist (or is not a directory)", dir);
   std::unique_ptr<Checkpoint> c(new Checkpoint());
   c->dir_ = dir;
+  c->opts_ = opts;
   c->config_ = read_json_file(dir + "/config.json");
   if (!c->config_.is_object()) throw Error("{}/config.json: expected a JSON object", dir);
   std::string gen_path = dir + "/generation_config.json";
@@ -86,8 +91,9 @@ std::unique_ptr<Checkpoint> Checkpoint::open(const std::string& dir_in) {
   } else {
     throw Error("{}: no model.safetensors or model.safetensors.index.json", dir);
   }
-  log::info("checkpoint {}: {} tensors, {} text weights; skipped {} vision/audio/lm_head tensors ({})", dir,
-            c->tensors_.size(), gb(c->loaded_bytes()), c->skipped_tensors_, gb(c->skipped_bytes_));
+  log::info("checkpoint {}: {} tensors, {} {} weights; skipped {} {}audio/lm_head tensors ({})", dir,
+            c->tensors_.size(), gb(c->loaded_bytes()), opts.vision ? "text+vision" : "text", c->skipped_tensors_,
+            opts.vision ? "" : "vision/", gb(c->skipped_bytes_));
   return c;
 }
 
@@ -104,7 +110,7 @@ void Checkpoint::add_file(const std::string& file_name, const std::vector<std::s
                     name);
   }
   for (const SafetensorsTensor& t : f.tensors()) {
-    if (is_skipped_name(t.name)) {
+    if (is_skipped_name(t.name) && !(opts_.vision && is_vision_name(t.name))) {
       skipped_bytes_ += t.nbytes;
       ++skipped_tensors_;
       continue;

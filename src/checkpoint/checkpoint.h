@@ -2,8 +2,10 @@
 // weights in model.safetensors or in shards listed by model.safetensors.index.json. Files are
 // memory-mapped; nothing is read until a tensor's bytes are used.
 //
-// Text only: tensors of the vision and audio towers (and the tied lm_head) are left out of the
-// index and never touched; their bytes are counted so the load log can say what was skipped.
+// Text only by default: tensors of the vision and audio towers (and the tied lm_head) are left out
+// of the index and never touched; their bytes are counted so the load log can say what was skipped.
+// With CheckpointOptions::vision the vision tower and its projection (model.vision_tower.*,
+// model.embed_vision.*) are kept (multimodal serving).
 #pragma once
 #include <nlohmann/json.hpp>
 
@@ -27,10 +29,14 @@ struct TensorRef {
   int64_t numel() const;
 };
 
+struct CheckpointOptions {
+  bool vision = false;  // keep the vision tower's tensors
+};
+
 class Checkpoint {
  public:
   // Opens DIR; throws gs::Error naming the file and problem.
-  static std::unique_ptr<Checkpoint> open(const std::string& dir);
+  static std::unique_ptr<Checkpoint> open(const std::string& dir, const CheckpointOptions& opts = {});
 
   const std::string& dir() const { return dir_; }
   const nlohmann::json& config_json() const { return config_; }
@@ -49,12 +55,14 @@ class Checkpoint {
 
   // True for names a text-only engine never reads.
   static bool is_skipped_name(const std::string& name);
+  static bool is_vision_name(const std::string& name);  // model.vision_tower.* / model.embed_vision.*
 
  private:
   Checkpoint() = default;
   void add_file(const std::string& file_name, const std::vector<std::string>* only);
 
   std::string dir_;
+  CheckpointOptions opts_;
   nlohmann::json config_;
   GenerationConfig generation_;
   std::vector<std::unique_ptr<SafetensorsFile>> files_;

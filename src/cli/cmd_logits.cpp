@@ -1,6 +1,9 @@
 // gemmaserve logits: the logits of a token sequence, for parity checks against the reference.
 // Reads int32 ids [T] from a .npy file, writes float32 logits [T, vocab] (after the final
 // soft-cap), computed in one of three ways: one prefill forward, token-by-token decode, or chunks.
+// With images, each image token id of the file stands for one image (in order) and is expanded as
+// the processor does (begin-of-image, its soft tokens, end-of-image); the logits are the expanded
+// prompt's.
 #include <chrono>
 #include <memory>
 
@@ -12,6 +15,8 @@
 #include "kernels/backends.h"
 #include "model/gemma4_model.h"
 #include "model/model_source.h"
+#include "runner/image_pixels_file.h"
+#include "runner/prompt_images.h"
 #include "runner/sequence_runner.h"
 
 namespace gs::cli {
@@ -25,18 +30,42 @@ struct LogitsOptions {
   int chunk = 0;
   int page_size = 16;
   std::string load_format = "auto";
+  std::vector<std::string> images;        // --image: encoded files
+  std::vector<std::string> image_pixels;  // --image-pixels: preprocessed pixels (.npy + .json)
+  std::string mm_overlay;                 // --mm-overlay: "" keeps the config's
 };
+
+// An encoded image file made ready for the tower. The request path's decoder and preprocessing
+// (src/vision/image_*) plug in here.
+PreparedImagePtr prepare_image_file(const std::string& path, const ModelConfig& cfg) {
+  throw Error("--image {}: image decoding is not built into this binary yet; pass the preprocessed pixels with "
+              "--image-pixels FILE.npy (+ FILE.json)",
+              path);
+}
 
 int run(const LogitsOptions& o) {
   const LogitsMode mode = parse_logits_mode(o.mode);
   GS_CHECK(mode != LogitsMode::Chunked || o.chunk > 0, "--mode chunked needs --chunk N with N > 0");
   const ModelSpec spec{o.model, parse_load_format(o.load_format)};
-  const std::vector<int> tokens = npy_token_ids(read_npy(o.tokens), o.tokens);
+  std::vector<int> tokens = npy_token_ids(read_npy(o.tokens), o.tokens);
   GS_CHECK(!tokens.empty(), "{}: no token ids", o.tokens);
+  GS_CHECK(o.images.empty() || o.image_pixels.empty(), "--image and --image-pixels cannot be mixed");
+  const bool with_images = !o.images.empty() || !o.image_pixels.empty();
 
   std::unique_ptr<Backend> backend = create_backend(o.backend, backend_options(o.kernel_policy));
-  LoadedModel loaded = load_model(spec, *backend);
+  ModelSpec mspec = spec;
+  mspec.enable_multimodal = with_images;
+  LoadedModel loaded = load_model(mspec, *backend);
+  if (!o.mm_overlay.empty()) loaded.config.mm_overlay = parse_mm_overlay(o.mm_overlay);
   const ModelConfig& cfg = loaded.config;
+  PromptImages prompt_images;
+  if (with_images) {
+    std::vector<PreparedImagePtr> images;
+    for (const std::string& f : o.images) images.push_back(prepare_image_file(f, cfg));
+    for (const std::string& f : o.image_pixels) images.push_back(read_image_pixels(f));
+    prompt_images = expand_image_placeholders(tokens, cfg, std::move(images));
+    tokens = prompt_images.tokens;
+  }
   for (size_t i = 0; i < tokens.size(); ++i)
     GS_CHECK(tokens[i] >= 0 && tokens[i] < cfg.vocab_size, "{}: token id {} at index {} is outside the vocabulary [0, {})",
              o.tokens, tokens[i], i, cfg.vocab_size);
@@ -47,10 +76,12 @@ int run(const LogitsOptions& o) {
   opt.chunk = o.chunk;
   opt.page_size = o.page_size;
   const auto t0 = std::chrono::steady_clock::now();
-  const std::vector<float> logits = sequence_logits(model, tokens, opt);
+  const std::vector<float> logits = sequence_logits(model, tokens, opt, with_images ? &prompt_images : nullptr);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   write_npy(o.out, DType::F32, {int64_t(tokens.size()), int64_t(cfg.vocab_size)}, logits.data());
-  log::info("logits: {} tokens ({} mode) on {} in {:.3f} s -> {}", tokens.size(), o.mode, backend->name(), secs, o.out);
+  log::info("logits: {} tokens{} ({} mode) on {} in {:.3f} s -> {}", tokens.size(),
+            with_images ? fmt::format(" with {} images", prompt_images.images.size()) : std::string(), o.mode,
+            backend->name(), secs, o.out);
   return 0;
 }
 
@@ -69,6 +100,16 @@ GS_REGISTER_COMMAND(logits, "logits", "Compute the logits of a token sequence (.
                           ->capture_default_str();
                       app.add_option("--load-format", o->load_format, "auto (read the checkpoint) | dummy (random)")
                           ->capture_default_str();
+                      app.add_option("--image", o->images,
+                                     "An image file for the next image token of --tokens (repeatable, in order); "
+                                     "loads the vision tower");
+                      app.add_option("--image-pixels", o->image_pixels,
+                                     "Preprocessed pixels instead of --image: FILE.npy ([patches, 768], float32 in "
+                                     "[0, 1] or uint8) with FILE.json ({\"height\", \"width\"} resized pixels)");
+                      app.add_option("--mm-overlay", o->mm_overlay,
+                                     "Which layers let an image's soft tokens see each other: sliding-in-window "
+                                     "(transformers 5.17, the default for use_bidirectional_attention=vision), "
+                                     "sliding, all, none");
                       return [o] { return run(*o); };
                     });
 

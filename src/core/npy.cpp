@@ -59,7 +59,8 @@ NpyArray parse_npy(const uint8_t* bytes, size_t size, const std::string& name) {
   if (descr == "'<f4'") a.dtype = DType::F32;
   else if (descr == "'<i4'") a.dtype = DType::I32;
   else if (descr == "'<i8'") a.dtype = DType::I64;
-  else throw Error("{}: unsupported .npy dtype {} (expected '<f4', '<i4' or '<i8')", name, descr);
+  else if (descr == "'|u1'") a.dtype = DType::U8;  // image pixels (fixtures/vision_golden)
+  else throw Error("{}: unsupported .npy dtype {} (expected '<f4', '<i4', '<i8' or '|u1')", name, descr);
   GS_CHECK(header_value(header, "fortran_order", name) == "False", "{}: Fortran-ordered .npy is not supported", name);
   const std::string shape = header_value(header, "shape", name);
   for (size_t p = 1; p < shape.size();) {

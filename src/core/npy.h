@@ -10,7 +10,7 @@
 namespace gs {
 
 struct NpyArray {
-  DType dtype = DType::F32;     // F32, I32 or I64 ('<f4', '<i4', '<i8')
+  DType dtype = DType::F32;     // F32, I32, I64 or U8 ('<f4', '<i4', '<i8', '|u1')
   std::vector<int64_t> shape;
   std::vector<uint8_t> data;    // numel · dtype_size bytes
   int64_t numel() const;

@@ -23,6 +23,10 @@ EngineSetup setup_engine(Gemma4Model& model, const EngineOptions& opts) {
            "--max-model-len {} exceeds the model's max_position_embeddings {}", opts.max_model_len,
            cfg.max_position_embeddings);
 
+  GS_CHECK(!opts.enable_multimodal || model.vision_tower(),
+           "--enable-multimodal: the model was loaded without a vision tower (it has no vision_config, or it was "
+           "loaded text-only)");
+
   EngineSetup s;
   s.scheduler.max_num_seqs = opts.max_num_seqs;
   s.scheduler.max_num_batched_tokens = opts.max_num_batched_tokens;
@@ -42,6 +46,11 @@ EngineSetup setup_engine(Gemma4Model& model, const EngineOptions& opts) {
   in.swa_full_tokens_ratio = opts.swa_full_tokens_ratio;
   in.weights_bytes = model.weights().bytes();
   in.workspace_bytes = model.workspace_bytes();
+  if (model.weights().vision) {
+    in.vision_weights_bytes = model.weights().vision->bytes();
+    in.vision_workspace_bytes = model.vision_workspace_bytes();
+    in.vision_max_patches = model.vision_tower()->max_patches();
+  }
   in.backend = be.name();
   if (opts.kv_cache_memory_bytes > 0) {
     in.kv_budget_bytes = opts.kv_cache_memory_bytes;

@@ -130,6 +130,10 @@ std::string MemoryPlan::describe() const {
   std::string out = fmt::format("memory plan ({}):\n", in.backend.empty() ? "?" : in.backend);
   out += fmt::format("  weights            {}\n", human_bytes(double(in.weights_bytes)));
   out += fmt::format("  activations        {}\n", human_bytes(double(in.workspace_bytes)));
+  if (in.vision_weights_bytes)
+    out += fmt::format("  vision tower       {} weights, {} activations ({} patches per pass), in the lines above\n",
+                       human_bytes(double(in.vision_weights_bytes)), human_bytes(double(in.vision_workspace_bytes)),
+                       in.vision_max_patches);
   out += fmt::format("  KV budget          {}\n", human_bytes(double(in.kv_budget_bytes)));
   out += fmt::format("  page size          {} tokens\n", in.page_size);
   const char* names[] = {"sliding", "full"};

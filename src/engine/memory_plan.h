@@ -27,7 +27,9 @@ struct MemoryPlanInput {
   double swa_full_tokens_ratio = 0;     // 0: derive
   size_t kv_budget_bytes = 0;
   // For the printout only.
-  size_t weights_bytes = 0, workspace_bytes = 0;
+  size_t weights_bytes = 0, workspace_bytes = 0;  // both include the vision tower's, when loaded
+  size_t vision_weights_bytes = 0, vision_workspace_bytes = 0;  // the tower's share; 0: text only
+  int vision_max_patches = 0;                                     // patches of one tower pass
   std::string backend;
 };
 

@@ -113,6 +113,7 @@ void Scheduler::add_chunk(Sequence* s, int q_len, StepPlan& plan, int& budget, i
   for (int g = 0; g < kNumKvGroups; ++g)
     st.page_table[g] = s->pages.table[g].empty() ? nullptr : &s->pages.table[g];
   st.mm_block = s->req.mm_block.empty() ? nullptr : &s->req.mm_block;
+  st.images = s->req.images.empty() ? nullptr : &s->req.images;
   st.sample = st.end() == int(s->tokens.size());  // it reaches the last known token
   st.num_drafts = num_drafts;
   st.prompt_logprob_rows = prompt_logprob_rows(*s, st.start, st.end());

@@ -89,9 +89,43 @@ LayerWeights dummy_layer(DummyFiller& f, const ModelConfig& c, const LayerSpec& 
   return w;
 }
 
+VisionLinear dummy_vision_linear(DummyFiller& f, int64_t out, int64_t in) { return {f.linear(out, in), ClipBounds{}}; }
+
+// The tower of the config's shape; clipped linears keep their ±inf defaults (no clipping).
+std::shared_ptr<VisionWeights> dummy_vision(DummyFiller& f, const ModelConfig& c) {
+  const VisionConfig& v = c.vision;
+  const int64_t Hv = v.hidden_size, I = v.intermediate_size, qd = int64_t(v.num_heads) * v.head_dim;
+  auto w = std::make_shared<VisionWeights>();
+  w->input_proj = f.linear(Hv, v.patch_values());
+  w->position_table = f.uniform({2, v.position_embedding_size, Hv}, 0.1f);
+  for (int i = 0; i < v.num_layers; ++i) {
+    VisionLayerWeights l;
+    l.input_norm = f.near_one(Hv);
+    l.post_attn_norm = f.near_one(Hv);
+    l.pre_ffn_norm = f.near_one(Hv);
+    l.post_ffn_norm = f.near_one(Hv);
+    l.q = dummy_vision_linear(f, qd, Hv);
+    l.k = dummy_vision_linear(f, qd, Hv);
+    l.v = dummy_vision_linear(f, qd, Hv);
+    l.o = dummy_vision_linear(f, Hv, qd);
+    l.q_norm = f.near_one(v.head_dim);
+    l.k_norm = f.near_one(v.head_dim);
+    l.gate = dummy_vision_linear(f, I, Hv);
+    l.up = dummy_vision_linear(f, I, Hv);
+    l.down = dummy_vision_linear(f, Hv, I);
+    w->layers.push_back(std::move(l));
+  }
+  if (v.standardize) {
+    w->std_bias = f.uniform({Hv}, 0.1f);
+    w->std_scale = f.near_one(Hv);
+  }
+  w->embed_projection = f.linear(c.hidden_size, Hv);
+  return w;
+}
+
 }  // namespace
 
-ModelWeights make_dummy_weights(const ModelConfig& c, Backend& backend, uint64_t seed) {
+ModelWeights make_dummy_weights(const ModelConfig& c, Backend& backend, uint64_t seed, bool vision) {
   DummyFiller f(backend, seed);
   const int64_t H = c.hidden_size;
   ModelWeights w;
@@ -114,6 +148,7 @@ ModelWeights make_dummy_weights(const ModelConfig& c, Backend& backend, uint64_t
       w.token_ordering = f.permutation(c.vocab_size);
     }
   }
+  if (vision && c.has_vision()) w.vision = dummy_vision(f, c);
   backend.synchronize();
   log::info("dummy weights: {} ({} layers, {:.2f} GB on {}, seed {})", c.architecture, c.num_layers,
             double(w.bytes()) / 1e9, backend.name(), seed);

@@ -15,7 +15,8 @@ namespace gs {
 
 // Scales keep activations sane through any depth: projections uniform in ±1/sqrt(fan_in),
 // embeddings so that the scaled embedding is of unit size, norm weights 1 ± 0.1, layer_scalar 1.
-ModelWeights make_dummy_weights(const ModelConfig& cfg, Backend& backend, uint64_t seed = 0);
+// vision: also the vision tower of the config's vision_config (multimodal serving).
+ModelWeights make_dummy_weights(const ModelConfig& cfg, Backend& backend, uint64_t seed = 0, bool vision = false);
 
 // The shape behind `--model X --load-format dummy`: X is a directory holding a config.json (its
 // weights are not read) or a preset name (see presets.h). Throws gs::Error saying which it is not.

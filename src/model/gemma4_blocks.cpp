@@ -43,8 +43,11 @@ void attention_block(Backend& be, const ModelConfig& cfg, int layer, const Layer
   p.num_kv_heads = Nkv;
   p.head_dim = d;
   p.sliding_window = spec.type == LayerType::Sliding ? spec.sliding_window : 0;
-  // Vision soft tokens see their whole image on sliding layers only (HF release and vLLM, §3.4).
-  p.mm_bidirectional = cfg.bidirectional == "vision" && spec.type == LayerType::Sliding;
+  // Vision soft tokens see the other soft tokens of their image (§3.4); which layers, and whether the
+  // window still limits the block's earlier keys, is the config's mm_overlay.
+  const bool sliding = spec.type == LayerType::Sliding;
+  p.mm_bidirectional = cfg.mm_overlay == MmOverlay::All || (sliding && cfg.mm_overlay != MmOverlay::None);
+  p.mm_block_in_window = sliding && cfg.mm_overlay == MmOverlay::SlidingInWindow;
   p.scale = 1.0f;
 
   Tensor x = rows_of(ws.x, T, cfg.hidden_size), a = rows_of(ws.a, T, cfg.hidden_size);

@@ -10,7 +10,9 @@
 
 namespace gs {
 
-struct Gemma4Model::Workspace : Gemma4Workspace {};
+struct Gemma4Model::Workspace : Gemma4Workspace {
+  Tensor image_rows;  // i32 [T] rows of the step that receive soft tokens
+};
 
 namespace {
 
@@ -75,7 +77,39 @@ Gemma4Model::Gemma4Model(ModelConfig cfg, ModelWeights weights, Backend& backend
   GS_CHECK(int(cfg_.layers.size()) == cfg_.num_layers, "model: config lists {} layer specs for {} layers",
            cfg_.layers.size(), cfg_.num_layers);
   validate_weights(cfg_, w_);
+  if (w_.vision) tower_ = std::make_unique<VisionTower>(cfg_, w_.vision, be_);
 }
+
+int Gemma4Model::vision_patches_for(int max_tokens) {
+  // A step's soft tokens are at most its rows; the workspace takes 16 images of 280 soft tokens at a
+  // time (more are encoded in further passes), but always one image of the largest budget (1120).
+  const int soft = std::min(max_tokens, 16 * 280);
+  return std::max(soft, 1120) * PreparedImage::kPool * PreparedImage::kPool;
+}
+
+// The step's images through the tower together; their soft tokens overwrite their placeholder rows
+// (unscaled: the sqrt(H) scale is the text embedding's only, §4.4 step 2).
+void Gemma4Model::merge_images(const StepImages& images, const Tensor& x, int T) {
+  GS_CHECK(tower_, "model: a step carries {} images, but the vision tower is not loaded (--enable-multimodal)",
+           images.images.size());
+  GS_CHECK(images.first_row.size() == images.images.size(), "model: {} images with {} first rows",
+           images.images.size(), images.first_row.size());
+  std::vector<int> rows;
+  for (size_t i = 0; i < images.images.size(); ++i) {
+    const int n = images.images[i] ? images.images[i]->soft_tokens : 0;
+    GS_CHECK(images.first_row[i] >= 0 && images.first_row[i] + n <= T,
+             "model: image {}'s {} soft tokens from row {} do not fit in the step's {} rows", i, n,
+             images.first_row[i], T);
+    for (int r = 0; r < n; ++r) rows.push_back(images.first_row[i] + r);
+  }
+  Tensor soft = tower_->encode(images.images);
+  if (rows.empty()) return;
+  Tensor rows_t = ws_->image_rows.slice(0, int64_t(rows.size()));
+  be_.copy_from_host(rows_t, rows.data());
+  be_.scatter_rows(soft, rows_t, x);
+}
+
+size_t Gemma4Model::vision_workspace_bytes() const { return tower_ ? tower_->workspace_bytes() : 0; }
 
 void Gemma4Model::reserve(int max_tokens, int max_logit_rows) {
   GS_CHECK(max_tokens > 0 && max_logit_rows > 0, "model: reserve({}, {}) needs positive sizes", max_tokens,
@@ -112,13 +146,20 @@ void Gemma4Model::reserve(int max_tokens, int max_logit_rows) {
   }
   ws->hidden = be_.empty(act, Shape{max_logit_rows, H});
   ws->logits = be_.empty(DType::F32, Shape{max_logit_rows, cfg_.vocab_size});
+  if (tower_) {
+    ws->image_rows = be_.empty(DType::I32, Shape{T});
+    tower_->reserve(vision_patches_for(max_tokens), max_tokens);
+  }
   ws_ = std::move(ws);
 }
 
-size_t Gemma4Model::workspace_bytes() const { return ws_ ? ws_->bytes() : 0; }
+size_t Gemma4Model::workspace_bytes() const {
+  return (ws_ ? ws_->bytes() + (ws_->image_rows.defined() ? ws_->image_rows.nbytes() : 0) : 0) +
+         vision_workspace_bytes();
+}
 
 ForwardOutput Gemma4Model::forward(const Tensor& ids, const AttentionBatch& batch, KvCache& cache,
-                                   const Tensor& logit_rows) {
+                                   const Tensor& logit_rows, const StepImages* images) {
   GS_CHECK(ws_, "model: forward() before reserve()");
   Workspace& ws = *ws_;
   const int T = int(ids.numel()), R = int(logit_rows.numel());
@@ -130,6 +171,9 @@ ForwardOutput Gemma4Model::forward(const Tensor& ids, const AttentionBatch& batc
   // x0 = E[ids] · sqrt(H), the scale rounded to the activation dtype as the reference does (§2.2).
   Tensor x = rows_of(ws.x, T, H);
   be_.embedding(w_.embed, ids, round_to(be_.activation_dtype(), cfg_.embed_scale()), x);
+  if (images && !images->empty()) merge_images(*images, x, T);
+  // PLE: the identity part from the ids (the pad id at placeholders), the context part from the
+  // merged embeddings (§4.4 step 3).
   if (cfg_.ple_dim > 0) compute_per_layer_inputs(be_, cfg_, w_, ws, ids, T);
 
   // The first layer's input norm; every later norm that starts a block is fused into the residual

@@ -3,15 +3,28 @@
 // verify tokens mixed), writes new K/V into the paged cache and returns logits for the requested
 // rows.
 #pragma once
+#include <memory>
+#include <vector>
+
 #include "model/model_config.h"
+#include "model/vision_tower.h"
 #include "model/weights.h"
 #include "ops/backend.h"
+#include "vision/prepared_image.h"
 
 namespace gs {
 
 struct ForwardOutput {
   Tensor logits;   // f32 [R, V], after final soft-cap; a view into the model's workspace
   Tensor hidden;   // [R, H] final-normed hidden state of the same rows (MTP drafter input)
+};
+
+// The images whose soft tokens a step prefills (an image is never split across steps): image i's
+// soft tokens are rows [first_row[i], first_row[i] + images[i]->soft_tokens) of the step.
+struct StepImages {
+  std::vector<const PreparedImage*> images;
+  std::vector<int> first_row;
+  bool empty() const { return images.empty(); }
 };
 
 class Gemma4Model {
@@ -23,19 +36,36 @@ class Gemma4Model {
   Backend& backend() { return be_; }
 
   // Sizes the activation workspace for up to max_tokens rows per step and max_logit_rows
-  // logits rows. Called once at start-up; forward() never allocates after it.
+  // logits rows (and, with a vision tower, the tower's for the images of such a step). Called once
+  // at start-up; forward() never allocates after it.
   void reserve(int max_tokens, int max_logit_rows);
-  size_t workspace_bytes() const;
+  size_t workspace_bytes() const;         // the text model's and the tower's
+  size_t vision_workspace_bytes() const;  // the tower's share
+  // Patches one tower pass takes at most when the model reserves for max_tokens rows per step.
+  static int vision_patches_for(int max_tokens);
 
-  // ids: i32 [T] on the device; logit_rows: i32 [R] rows of the batch whose logits are wanted.
-  ForwardOutput forward(const Tensor& ids, const AttentionBatch& batch, KvCache& cache, const Tensor& logit_rows);
+  // The vision tower, when the weights have one (multimodal enabled), else null.
+  VisionTower* vision_tower() { return tower_.get(); }
+  // The id the embedding (and PLE) lookup uses for `token`: image placeholders embed as the pad id,
+  // then get their soft tokens (§4.4), as the reference's multimodal model does.
+  int embedding_id(int token) const {
+    return tower_ && token == cfg_.image_token_id ? cfg_.pad_token_id : token;
+  }
+
+  // ids: i32 [T] on the device (placeholders already mapped by embedding_id); logit_rows: i32 [R]
+  // rows of the batch whose logits are wanted; images: the images whose soft tokens are rows of this
+  // step, run through the tower together and written over their rows' embeddings.
+  ForwardOutput forward(const Tensor& ids, const AttentionBatch& batch, KvCache& cache, const Tensor& logit_rows,
+                        const StepImages* images = nullptr);
 
  private:
   struct Workspace;
+  void merge_images(const StepImages& images, const Tensor& x, int T);
   ModelConfig cfg_;
   ModelWeights w_;
   Backend& be_;
   std::shared_ptr<Workspace> ws_;
+  std::unique_ptr<VisionTower> tower_;
 };
 
 }  // namespace gs

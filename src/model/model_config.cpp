@@ -160,7 +160,50 @@ void assign_kv_sources(ModelConfig& c) {
   }
 }
 
+// vision_config (§1.2): the class defaults for what a checkpoint omits; the tower kinds differ in
+// use_clipped_linears (E2B/E4B) and standardize (26B/31B).
+VisionConfig parse_vision_config(const json& vj) {
+  if (!vj.is_object()) throw Error("config: vision_config must be an object");
+  Fields f{vj, "vision_config"};
+  VisionConfig v;
+  v.hidden_size = f.opt_int("hidden_size", 768, 1);
+  v.intermediate_size = f.opt_int("intermediate_size", 3072, 1);
+  v.num_layers = f.opt_int("num_hidden_layers", 16, 1);
+  v.num_heads = f.opt_int("num_attention_heads", 12, 1);
+  v.head_dim = f.opt_int("head_dim", 64, 4);
+  if (f.opt_int("num_key_value_heads", v.num_heads, 1) != v.num_heads)
+    throw Error("config: vision_config.num_key_value_heads must equal num_attention_heads (the tower is plain MHA)");
+  if (v.head_dim % 4)
+    throw Error("config: vision_config.head_dim {} must be a multiple of 4 (2-D RoPE rotates half pairs of each half)",
+                v.head_dim);
+  v.patch_size = f.opt_int("patch_size", 16, 1);
+  v.pooling_kernel_size = f.opt_int("pooling_kernel_size", 3, 1);
+  v.position_embedding_size = f.opt_int("position_embedding_size", 10240, 1);
+  v.rms_norm_eps = f.opt_float("rms_norm_eps", 1e-6f);
+  v.use_clipped_linears = f.opt_bool("use_clipped_linears", false);
+  v.standardize = f.opt_bool("standardize", false);
+  v.default_output_length = f.opt_int("default_output_length", 280, 1);
+  if (const json* rp = f.get("rope_parameters")) {
+    if (!rp->is_object()) throw Error("config: vision_config.rope_parameters must be an object");
+    v.rope_theta = Fields{*rp, "vision_config.rope_parameters"}.opt_float("rope_theta", 100.f);
+  }
+  if (!(v.rope_theta > 0)) throw Error("config: vision_config.rope_parameters.rope_theta must be positive");
+  if (v.patch_size != 16 || v.pooling_kernel_size != 3)
+    throw Error("config: vision_config patch_size {} / pooling_kernel_size {}: only 16 / 3 (every Gemma-4 tower) are "
+                "supported",
+                v.patch_size, v.pooling_kernel_size);
+  return v;
+}
+
 }  // namespace
+
+MmOverlay parse_mm_overlay(const std::string& s) {
+  if (s == "none") return MmOverlay::None;
+  if (s == "sliding-in-window") return MmOverlay::SlidingInWindow;
+  if (s == "sliding") return MmOverlay::Sliding;
+  if (s == "all") return MmOverlay::All;
+  throw Error("--mm-overlay '{}' is not one of none, sliding-in-window, sliding, all", s);
+}
 
 ModelConfig ModelConfig::from_json(const json& top) {
   if (!top.is_object()) throw Error("config: expected a JSON object");
@@ -320,6 +363,10 @@ ModelConfig ModelConfig::from_json(const json& top) {
   c.audio_token_id = root.opt_int("audio_token_id", c.audio_token_id);
   c.boi_token_id = root.opt_int("boi_token_id", c.boi_token_id);
   c.eoi_token_id = root.opt_int("eoi_token_id", c.eoi_token_id);
+  if (const json* vj = root.get("vision_config"); vj && c.architecture == "Gemma4ForConditionalGeneration")
+    c.vision = parse_vision_config(*vj);
+  // transformers 5.17 (the golden fixtures' reference): sliding layers only, AND(window, OR(causal, block)).
+  c.mm_overlay = c.bidirectional == "vision" ? MmOverlay::SlidingInWindow : MmOverlay::None;
   return c;
 }
 

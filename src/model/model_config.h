@@ -30,6 +30,33 @@ struct LayerSpec {
   KvGroup group() const { return type == LayerType::Full ? KvGroup::Full : KvGroup::Sliding; }
 };
 
+// The vision tower (`vision_config`, gemma4-architecture.md §1.2 and §4.2). hidden_size 0: none.
+struct VisionConfig {
+  int hidden_size = 0;               // Hv
+  int intermediate_size = 0;
+  int num_layers = 0;
+  int num_heads = 0;
+  int head_dim = 0;                  // 64 (E2B/E4B) or 72 (26B/31B)
+  int patch_size = 16;
+  int pooling_kernel_size = 3;
+  int position_embedding_size = 10240;
+  float rope_theta = 100.f;
+  float rms_norm_eps = 1e-6f;
+  bool use_clipped_linears = false;  // E2B/E4B towers: every projection clamps its input and output
+  bool standardize = false;          // 26B/31B towers: (t - std_bias) * std_scale after pooling
+  int default_output_length = 280;   // soft tokens per image by default
+  int patch_values() const { return patch_size * patch_size * 3; }
+};
+
+// Which text layers let an image's soft tokens see each other (use_bidirectional_attention "vision").
+enum class MmOverlay {
+  None,             // causal everywhere (E2B/E4B)
+  SlidingInWindow,  // sliding layers; the block's earlier keys still within the window (transformers 5.17)
+  Sliding,          // sliding layers; the whole block, beyond the window (the release notes, vLLM)
+  All,              // every layer, the whole block (newer transformers' create_masks_for_generate)
+};
+MmOverlay parse_mm_overlay(const std::string& s);  // "none" | "sliding-in-window" | "sliding" | "all"
+
 struct ModelConfig {
   std::string architecture;        // Gemma4ForConditionalGeneration | Gemma4ForCausalLM | Gemma4AssistantForCausalLM
   std::string weight_prefix;       // "model.language_model." or "model."
@@ -69,6 +96,10 @@ struct ModelConfig {
   std::vector<int> eos_token_ids{1};
   int image_token_id = 258880, video_token_id = 258884, audio_token_id = 258881;
   int boi_token_id = 255999, eoi_token_id = 258882;
+
+  VisionConfig vision;             // hidden_size 0 when the checkpoint has no vision tower
+  bool has_vision() const { return vision.hidden_size > 0; }
+  MmOverlay mm_overlay = MmOverlay::None;  // from use_bidirectional_attention; switchable (--mm-overlay)
 
   // Assistant (MTP drafter) only.
   int backbone_hidden_size = 0;

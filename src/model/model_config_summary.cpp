@@ -110,6 +110,13 @@ std::string ModelConfig::describe() const {
                      use_ordered_embeddings
                          ? fmt::format("centroid head ({} centroids, top-{})", num_centroids, centroid_top_k)
                          : std::string("dense head"));
+  if (has_vision()) {
+    const char* overlay[] = {"none", "sliding layers, inside the window", "sliding layers, whole image", "all layers"};
+    s += fmt::format("  vision tower: hidden {}  layers {}  heads {} x {}  mlp {}  {}; image overlay: {}\n",
+                     vision.hidden_size, vision.num_layers, vision.num_heads, vision.head_dim, vision.intermediate_size,
+                     vision.use_clipped_linears ? "clipped linears" : vision.standardize ? "standardize" : "plain",
+                     overlay[int(mm_overlay)]);
+  }
   s += "  layer  type     head_dim  kv_heads  k_eq_v  mlp     window  kv\n";
   for (int i = 0; i < num_layers; ++i) {
     const LayerSpec& l = layers[i];

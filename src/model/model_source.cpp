@@ -62,13 +62,17 @@ LoadedModel load_model(const ModelSpec& spec, Backend& backend) {
   LoadedModel m;
   if (spec.format == LoadFormat::Dummy) {
     m.config = resolve_model_config(spec, &m.dir);
-    m.weights = make_dummy_weights(m.config, backend, spec.dummy_seed);
+    GS_CHECK(!spec.enable_multimodal || m.config.has_vision(),
+             "--enable-multimodal: {} has no vision tower (no vision_config)", spec.label());
+    m.weights = make_dummy_weights(m.config, backend, spec.dummy_seed, spec.enable_multimodal);
     m.generation = dummy_generation_config(spec.label());
     return m;
   }
   m.dir = checkpoint_dir(spec);
-  auto ckpt = Checkpoint::open(m.dir);
+  auto ckpt = Checkpoint::open(m.dir, CheckpointOptions{spec.enable_multimodal});
   m.config = ModelConfig::from_json(ckpt->config_json());
+  GS_CHECK(!spec.enable_multimodal || m.config.has_vision(),
+           "--enable-multimodal: {} has no vision tower (its config.json has no vision_config)", m.dir);
   m.weights = load_weights(*ckpt, m.config, backend);
   m.generation = ckpt->generation_config();
   return m;

@@ -25,6 +25,7 @@ struct ModelSpec {
   std::string model;              // as given: empty, demo, a preset or a directory
   LoadFormat format = LoadFormat::Auto;
   uint64_t dummy_seed = 0;        // the generator of dummy weights
+  bool enable_multimodal = false; // also load (or make) the vision tower, when the model has one
 
   bool is_demo() const { return model.empty() || model == "demo"; }
   // "demo", the preset, or the directory as given.

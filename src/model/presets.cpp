@@ -82,11 +82,36 @@ std::vector<std::string> pattern(int repeats, int sliding) {
   return out;
 }
 
-json multimodal_wrapper(json text, const std::vector<int>& eos) {
+// The vision towers (gemma4-architecture.md §1.2, §4.2): E2B/E4B's 16-layer tower with clipped
+// linears (hidden 768, head_dim 64) and 26B/31B's 27-layer tower with standardize (hidden 1152,
+// head_dim 72). The demo's is a tiny clipped-linear tower of the same structure.
+enum class Tower { Small, Large, Demo };
+
+json vision_config(Tower t) {
+  const bool large = t == Tower::Large, demo = t == Tower::Demo;
+  return {{"model_type", "gemma4_vision"},
+          {"hidden_size", demo ? 32 : large ? 1152 : 768},
+          {"intermediate_size", demo ? 64 : large ? 4304 : 3072},
+          {"num_hidden_layers", demo ? 2 : large ? 27 : 16},
+          {"num_attention_heads", demo ? 2 : large ? 16 : 12},
+          {"num_key_value_heads", demo ? 2 : large ? 16 : 12},
+          {"head_dim", demo ? 16 : large ? 72 : 64},
+          {"hidden_activation", "gelu_pytorch_tanh"},
+          {"rms_norm_eps", 1e-6},
+          {"patch_size", 16},
+          {"pooling_kernel_size", 3},
+          {"position_embedding_size", 10240},
+          {"rope_parameters", {{"rope_type", "default"}, {"rope_theta", 100.0}}},
+          {"use_clipped_linears", !large},
+          {"standardize", large},
+          {"default_output_length", 280}};
+}
+
+json multimodal_wrapper(json text, const std::vector<int>& eos, json vision = nullptr) {
   return {{"architectures", {"Gemma4ForConditionalGeneration"}},
           {"model_type", "gemma4"},
           {"text_config", std::move(text)},
-          {"vision_config", nullptr},
+          {"vision_config", std::move(vision)},
           {"audio_config", nullptr},
           {"eos_token_id", eos},
           {"boi_token_id", 255999},
@@ -186,24 +211,26 @@ json preset_config_json(const std::string& name) {
     t["pad_token_id"] = v.pad_id;
     t["bos_token_id"] = v.bos_id;
     t["eos_token_id"] = v.eos_id;
-    return multimodal_wrapper(t, {v.eos_id, v.end_of_turn_id});
+    return multimodal_wrapper(t, {v.eos_id, v.end_of_turn_id}, vision_config(Tower::Demo));
   }
   if (name == "e2b") {
     TextShape s{1536, 35, 6144, 8, 1, 0, false, 512, 256, 20, true, 131072};
     s.layer_types = pattern(7, 4);
-    return multimodal_wrapper(text_config(s), it_eos);
+    return multimodal_wrapper(text_config(s), it_eos, vision_config(Tower::Small));
   }
-  if (name == "e4b") return multimodal_wrapper(text_config({2560, 42, 10240, 8, 2, 0, false, 512, 256, 18, false, 131072}), it_eos);
+  if (name == "e4b")
+    return multimodal_wrapper(text_config({2560, 42, 10240, 8, 2, 0, false, 512, 256, 18, false, 131072}), it_eos,
+                              vision_config(Tower::Small));
   if (name == "26b-a4b") {
     TextShape s{2816, 30, 2112, 16, 8, 2, true, 1024, 0, 0, false, 262144};
     s.moe = true;
     s.bidirectional = "vision";
-    return multimodal_wrapper(text_config(s), it_eos);
+    return multimodal_wrapper(text_config(s), it_eos, vision_config(Tower::Large));
   }
   if (name == "31b") {
     TextShape s{5376, 60, 21504, 32, 16, 4, true, 1024, 0, 0, false, 262144};
     s.bidirectional = "vision";
-    return multimodal_wrapper(text_config(s), it_eos);
+    return multimodal_wrapper(text_config(s), it_eos, vision_config(Tower::Large));
   }
   if (name == "demo-assistant") {
     // A drafter for the demo model: four Q-only layers over its KV, the dense head.

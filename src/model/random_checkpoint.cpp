@@ -71,6 +71,39 @@ std::vector<CheckpointTensor> checkpoint_tensors(const ModelConfig& c, DType dt)
       add(p + "experts.down_proj", {E, H, Im}, WeightInit::Uniform, 1.f / std::sqrt(float(Im)), dt);
     }
   }
+  if (c.has_vision()) {
+    const VisionConfig& v = c.vision;
+    const int64_t Hv = v.hidden_size, I = v.intermediate_size, qd = int64_t(v.num_heads) * v.head_dim;
+    const std::string V = "model.vision_tower.";
+    linear(V + "patch_embedder.input_proj.weight", Hv, v.patch_values());
+    add(V + "patch_embedder.position_embedding_table", {2, v.position_embedding_size, Hv}, WeightInit::Uniform, 0.1f,
+        dt);
+    auto clipped = [&](const std::string& p, int64_t rows, int64_t cols) {
+      linear(p + ".linear.weight", rows, cols);
+      if (!v.use_clipped_linears) return;
+      // Bounds far outside the activations' range: present as in a real checkpoint, clipping nothing.
+      for (const char* n : {".input_min", ".output_min"}) add(p + n, {}, WeightInit::Constant, -100.f, dt);
+      for (const char* n : {".input_max", ".output_max"}) add(p + n, {}, WeightInit::Constant, 100.f, dt);
+    };
+    for (int i = 0; i < v.num_layers; ++i) {
+      const std::string p = V + "encoder.layers." + std::to_string(i) + ".";
+      for (const char* n : {"input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                            "post_feedforward_layernorm"})
+        norm(p + n + ".weight", Hv);
+      for (const char* n : {"q_proj", "k_proj", "v_proj"}) clipped(p + "self_attn." + n, qd, Hv);
+      clipped(p + "self_attn.o_proj", Hv, qd);
+      norm(p + "self_attn.q_norm.weight", v.head_dim);
+      norm(p + "self_attn.k_norm.weight", v.head_dim);
+      clipped(p + "mlp.gate_proj", I, Hv);
+      clipped(p + "mlp.up_proj", I, Hv);
+      clipped(p + "mlp.down_proj", Hv, I);
+    }
+    if (v.standardize) {
+      add(V + "std_bias", {Hv}, WeightInit::Uniform, 0.1f, dt);
+      norm(V + "std_scale", Hv);
+    }
+    linear("model.embed_vision.embedding_projection.weight", H, Hv);
+  }
   if (c.is_assistant) {
     const int64_t Ht = c.backbone_hidden_size;
     linear("pre_projection.weight", H, 2 * Ht);
@@ -102,6 +135,11 @@ void fill_tensor(const CheckpointTensor& t, uint64_t seed, uint8_t* dst) {
     return;
   }
   const bool near_one = t.init == WeightInit::NearOne;
+  if (t.init == WeightInit::Constant) {
+    std::vector<float> v(n, t.scale);
+    convert_from_f32(t.decl.dtype, v.data(), dst, n);
+    return;
+  }
   constexpr size_t kBlock = 1 << 16;
   std::vector<float> buf(std::min(n, kBlock));
   for (size_t i0 = 0; i0 < n; i0 += kBlock) {

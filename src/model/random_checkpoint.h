@@ -19,6 +19,7 @@ enum class WeightInit {
   Uniform,      // ±scale
   NearOne,      // 1 ± [scale/4, scale] (norm weights, layer_scalar, router scales)
   Permutation,  // a permutation of [0, n) (the assistant's token ordering, i64)
+  Constant,     // every value = scale (a clipped linear's bounds)
 };
 
 struct CheckpointTensor {
@@ -29,6 +30,7 @@ struct CheckpointTensor {
 
 // Every text-model tensor a checkpoint of `cfg` holds, with HF names (prefix included), shapes
 // and dtype `float_dtype`. KV-shared layers carry no k/v projections (as transformers saves them).
+// A config with a vision_config also gets the vision tower and its projection.
 std::vector<CheckpointTensor> checkpoint_tensors(const ModelConfig& cfg, DType float_dtype);
 
 struct RandomCheckpointOptions {

@@ -3,7 +3,9 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cmath>
 #include <cstring>
+#include <memory>
 #include <set>
 #include <tuple>
 #include <utility>
@@ -192,6 +194,69 @@ LayerWeights load_layer(Loader& ld, const ModelConfig& c, int i) {
   return w;
 }
 
+// A clipped linear's bound: a 0-d (or [1]) float tensor. A NaN bound would silently clamp
+// everything to NaN, so it is refused naming the tensor.
+float clip_scalar(Loader& ld, const std::string& name) {
+  const TensorRef* t = ld.ckpt_.find(name);
+  GS_CHECK(t, "tensor '{}' not found in checkpoint {}: a clipped-linear tower (use_clipped_linears) needs all four "
+              "bounds of every projection", name, ld.ckpt_.dir());
+  Shape expect = t->shape.empty() ? Shape{} : Shape{1};
+  Tensor h = Loader::host_view(ld.get(name, expect));
+  float v = 0;
+  convert_to_f32(h.dtype, h.data, &v, 1);
+  GS_CHECK(!std::isnan(v), "tensor '{}' in {} is NaN (a clipped-linear bound)", name, *t->file);
+  return v;
+}
+
+VisionLinear vision_linear(Loader& ld, const VisionConfig& v, const std::string& p, Shape shape) {
+  VisionLinear l;
+  l.w = ld.weight(p + ".linear.weight", shape);
+  if (v.use_clipped_linears) {
+    l.clip.input_min = clip_scalar(ld, p + ".input_min");
+    l.clip.input_max = clip_scalar(ld, p + ".input_max");
+    l.clip.output_min = clip_scalar(ld, p + ".output_min");
+    l.clip.output_max = clip_scalar(ld, p + ".output_max");
+    GS_CHECK(l.clip.input_min <= l.clip.input_max && l.clip.output_min <= l.clip.output_max,
+             "tensors '{}.{{input,output}}_{{min,max}}': a lower bound lies above its upper bound ({} > {} or {} > {})",
+             p, l.clip.input_min, l.clip.input_max, l.clip.output_min, l.clip.output_max);
+  }
+  return l;
+}
+
+// model.vision_tower.* and model.embed_vision.* (§6) for the config's vision_config.
+std::shared_ptr<VisionWeights> load_vision(Loader& ld, const ModelConfig& c) {
+  const VisionConfig& v = c.vision;
+  const int64_t Hv = v.hidden_size, I = v.intermediate_size, qd = int64_t(v.num_heads) * v.head_dim;
+  const std::string P = "model.vision_tower.";
+  auto w = std::make_shared<VisionWeights>();
+  w->input_proj = ld.weight(P + "patch_embedder.input_proj.weight", {Hv, v.patch_values()});
+  w->position_table = ld.weight(P + "patch_embedder.position_embedding_table", {2, v.position_embedding_size, Hv});
+  for (int i = 0; i < v.num_layers; ++i) {
+    const std::string p = P + "encoder.layers." + std::to_string(i) + ".";
+    VisionLayerWeights l;
+    l.input_norm = ld.weight(p + "input_layernorm.weight", {Hv});
+    l.post_attn_norm = ld.weight(p + "post_attention_layernorm.weight", {Hv});
+    l.pre_ffn_norm = ld.weight(p + "pre_feedforward_layernorm.weight", {Hv});
+    l.post_ffn_norm = ld.weight(p + "post_feedforward_layernorm.weight", {Hv});
+    l.q = vision_linear(ld, v, p + "self_attn.q_proj", {qd, Hv});
+    l.k = vision_linear(ld, v, p + "self_attn.k_proj", {qd, Hv});
+    l.v = vision_linear(ld, v, p + "self_attn.v_proj", {qd, Hv});
+    l.o = vision_linear(ld, v, p + "self_attn.o_proj", {Hv, qd});
+    l.q_norm = ld.weight(p + "self_attn.q_norm.weight", {v.head_dim});
+    l.k_norm = ld.weight(p + "self_attn.k_norm.weight", {v.head_dim});
+    l.gate = vision_linear(ld, v, p + "mlp.gate_proj", {I, Hv});
+    l.up = vision_linear(ld, v, p + "mlp.up_proj", {I, Hv});
+    l.down = vision_linear(ld, v, p + "mlp.down_proj", {Hv, I});
+    w->layers.push_back(std::move(l));
+  }
+  if (v.standardize) {
+    w->std_bias = ld.weight(P + "std_bias", {Hv});
+    w->std_scale = ld.weight(P + "std_scale", {Hv});
+  }
+  w->embed_projection = ld.weight("model.embed_vision.embedding_projection.weight", {c.hidden_size, Hv});
+  return w;
+}
+
 }  // namespace
 
 LoadProgress stderr_progress_bar(const std::string& label) {
@@ -236,10 +301,13 @@ ModelWeights load_weights(const Checkpoint& ckpt, const ModelConfig& cfg, Backen
       w.token_ordering = ld.token_ordering("masked_embedding.token_ordering", V);
     }
   }
+  if (cfg.has_vision() && ckpt.find("model.vision_tower.patch_embedder.input_proj.weight"))
+    w.vision = load_vision(ld, cfg);
   if (bar) bar(ld.total_, ld.total_);
   ld.warn_unused();
-  log::info("loaded {} ({} layers, {:.2f} GB on {})", ckpt.dir(), cfg.num_layers, double(w.bytes()) / 1e9,
-            backend.name());
+  log::info("loaded {} ({} layers{}, {:.2f} GB on {})", ckpt.dir(), cfg.num_layers,
+            w.vision ? fmt::format(", vision tower {:.3f} GB", double(w.vision->bytes()) / 1e9) : std::string(),
+            double(w.bytes()) / 1e9, backend.name());
   return w;
 }
 
@@ -257,6 +325,18 @@ size_t ModelWeights::bytes() const {
           &l.experts_down})
       add(*t);
   }
+  if (vision) n += vision->bytes();
+  return n;
+}
+
+size_t VisionWeights::bytes() const {
+  size_t n = 0;
+  auto add = [&](const Tensor& t) { n += t.defined() ? t.nbytes() : 0; };
+  for (const Tensor* t : {&input_proj, &position_table, &std_bias, &std_scale, &embed_projection}) add(*t);
+  for (const VisionLayerWeights& l : layers)
+    for (const Tensor* t : {&l.input_norm, &l.post_attn_norm, &l.pre_ffn_norm, &l.post_ffn_norm, &l.q.w, &l.k.w,
+                            &l.v.w, &l.o.w, &l.q_norm, &l.k_norm, &l.gate.w, &l.up.w, &l.down.w})
+      add(*t);
   return n;
 }
 

@@ -2,9 +2,11 @@
 // the backend. Projections that run on the same input are fused at load time (q|k|v, gate|up)
 // so each is one GEMM.
 #pragma once
+#include <memory>
 #include <vector>
 
 #include "core/tensor.h"
+#include "model/vision_weights.h"
 
 namespace gs {
 
@@ -49,7 +51,10 @@ struct ModelWeights {
   Tensor centroids;          // [num_centroids, Hd]
   Tensor token_ordering;     // i32 [V]
 
-  size_t bytes() const;      // total bytes on the device
+  // The vision tower (Gemma4ForConditionalGeneration with multimodal enabled), or null.
+  std::shared_ptr<const VisionWeights> vision;
+
+  size_t bytes() const;      // total bytes on the device, the tower's included
 };
 
 }  // namespace gs

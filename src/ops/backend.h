@@ -25,6 +25,8 @@
 
 namespace gs {
 
+[[noreturn]] void throw_not_implemented(const std::string& message);
+
 // Where the q|k|v projection output of one attention layer comes from.
 enum class QkvLayout {
   QKV,       // rows = [q (Nq·d) | k (Nkv·d) | v (Nkv·d)]
@@ -38,6 +40,10 @@ struct AttentionParams {
   int head_dim = 0;
   int sliding_window = 0;       // 0: full causal; else keys with q - k < W are visible
   bool mm_bidirectional = false;  // allow (q, k) when mm_block[q] == mm_block[k] >= 0
+  // With mm_bidirectional on a sliding layer: the window still applies to the block's earlier keys
+  // (allowed iff q - k < W and (k <= q or same block): transformers 5.17's AND(window, OR(causal,
+  // block))); false: the whole block is visible, beyond the window.
+  bool mm_block_in_window = false;
   float scale = 1.0f;           // Gemma-4: 1.0
 };
 
@@ -186,6 +192,45 @@ class Backend {
     add(out, experts, out);
   }
 
+  // ---- vision tower (gemma4-architecture.md §4.2) -------------------------------------------
+  // A backend without these cannot run the tower (text serving does not need them): the defaults
+  // throw naming the op. Rows are patches of all images of a step, packed (no padding rows).
+  //
+  // x = min(max(x, lo), hi), in place: a clipped linear's bounds (±inf leave x as it is).
+  virtual void clamp(const Tensor& x, float lo, float hi) { missing_vision_op("clamp"); }
+  // Patch embedding's 2-D position: x[r] += round(table[0, pos_xy[r,0]] + table[1, pos_xy[r,1]]).
+  // table: [2, P, Hv]; pos_xy: i32 [rows, 2] (x = patch column, y = patch row).
+  virtual void vision_position_add(const Tensor& x, const Tensor& table, const Tensor& pos_xy) {
+    missing_vision_op("vision_position_add");
+  }
+  // 2-D RoPE in place on x [rows, heads·head_dim]: with s = head_dim/2, dims [0, s) rotate by the
+  // row's x position and dims [s, 2s) by its y position; inside each half rotate-half pairs (i, i + s/2)
+  // with frequency theta^(-2i/s), i < s/2 (cos/sin in f32, rounded to the activation dtype).
+  virtual void vision_rope(const Tensor& x, const Tensor& pos_xy, int heads, int head_dim, float theta) {
+    missing_vision_op("vision_rope");
+  }
+  // The position-aware pooler: out[c] = round(Σ_j x[src[c, j]] · (1/k)) · scale over the k entries of
+  // row c of src (i32 [cells, k]: the k×k patches of output cell c), rounded again when stored.
+  virtual void vision_pool(const Tensor& x, const Tensor& src, float scale, const Tensor& out) {
+    missing_vision_op("vision_pool");
+  }
+  // x = (x - bias) ⊙ scale over the last dim, in place (the large towers' standardize).
+  virtual void standardize(const Tensor& x, const Tensor& bias, const Tensor& scale) {
+    missing_vision_op("standardize");
+  }
+  // dst[rows[i]] = src[i]: the projected soft tokens written over their placeholder rows.
+  virtual void scatter_rows(const Tensor& src, const Tensor& rows, const Tensor& dst) {
+    missing_vision_op("scatter_rows");
+  }
+  // Bidirectional attention over packed images (the vision tower): q, k, v: [rows, heads*head_dim]
+  // views (row stride may exceed heads*head_dim: column slices of one qkv buffer); out contiguous
+  // [rows, heads*head_dim]; image i's rows are [h_cu_rows[i], h_cu_rows[i+1]) and see every row of
+  // their image; scale 1.0 (q and k are RMS-normed).
+  virtual void vision_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cu_rows,
+                                const std::vector<int>& h_cu_rows, int heads, int head_dim, const Tensor& out) {
+    throw_not_implemented("vision_attention is not implemented on this backend");
+  }
+
   // ---- sampling -----------------------------------------------------------------------------
   // logits [R, V] f32 → token ids [R] i32 and the log-probability of each chosen token [R] f32
   // (under the unfiltered distribution at temperature 1, as OpenAI's logprobs report).
@@ -262,6 +307,11 @@ class Backend {
     Tensor t = empty(DType::I32, Shape{int64_t(ids.size())});
     copy_from_host(t, ids.data());
     return t;
+  }
+
+ private:
+  [[noreturn]] void missing_vision_op(const char* op) const {
+    throw_not_implemented(std::string(op) + " (a vision tower op) is not implemented on the " + name() + " backend");
   }
 };
 

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "runner/batch_builder.h"
+#include "runner/step_images.h"
 
 namespace gs {
 
@@ -52,6 +53,7 @@ void ModelRunner::launch(const std::vector<SequenceStep>& seqs) {
   std::vector<int> ids;
   std::vector<int> sampled_rows, prompt_rows;
   std::vector<std::pair<int, int>> feedback;  // (row of this step's ids, sampled row of the previous step)
+  StepImages images;                          // the images whose soft tokens this step prefills
   for (size_t i = 0; i < seqs.size(); ++i) {
     const SequenceStep& s = seqs[i];
     GS_CHECK(s.position_shift == 0 && s.write_kv, "model runner: chunk {} is a query-only step (a drafter's)", i);
@@ -59,7 +61,8 @@ void ModelRunner::launch(const std::vector<SequenceStep>& seqs) {
              "model runner: chunk [{}, {}) outside the {} known tokens", s.start, s.end(),
              s.tokens ? s.tokens->size() : 0);
     const int row0 = int(ids.size());
-    ids.insert(ids.end(), s.tokens->begin() + s.start, s.tokens->begin() + s.end());
+    for (int p = s.start; p < s.end(); ++p) ids.push_back(model_.embedding_id((*s.tokens)[size_t(p)]));
+    collect_step_images(s, row0, images);
     if (s.feedback_row >= 0) {
       GS_CHECK(!inflight_.empty() && s.feedback_row < inflight_.back().num_sampled && s.end() == int(s.tokens->size()),
                "model runner: chunk {} takes its last token from sampled row {} of a step in flight, which has {}",
@@ -88,7 +91,7 @@ void ModelRunner::launch(const std::vector<SequenceStep>& seqs) {
   const bool all_rows_sampled = st.num_prompt_rows == 0 && std::all_of(seqs.begin(), seqs.end(), [](const SequenceStep& s) {
                                   return s.sampled_rows() == s.q_len;
                                 });
-  if (graphs_ && all_rows_sampled && graphs_->accepts(seqs)) {
+  if (graphs_ && all_rows_sampled && images.empty() && graphs_->accepts(seqs)) {
     // Sampled rows are 0..n-1 in row order, as the graph's logits rows are.
     st.fwd = graphs_->forward(seqs, ids, out_ids_, feedback);
     counters_.graph_steps++;
@@ -100,7 +103,7 @@ void ModelRunner::launch(const std::vector<SequenceStep>& seqs) {
     if (!rows.empty()) be_.copy_from_host(rows_t, rows.data());
     st.batch = build_attention_batch(be_, seqs, page_size_);
     be_.set_step_rows(int(ids.size()));
-    st.fwd = model_.forward(ids_t, st.batch, cache_, rows_t);
+    st.fwd = model_.forward(ids_t, st.batch, cache_, rows_t, &images);
     counters_.eager_steps++;
   }
 

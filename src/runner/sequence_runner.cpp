@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "runner/batch_builder.h"
+#include "runner/step_images.h"
 
 namespace gs {
 
@@ -75,17 +76,26 @@ std::vector<float> SequenceRunner::step(const std::vector<int>& tokens) {
   st.q_len = n;
   st.page_table[0] = &table_[0];
   st.page_table[1] = &table_[1];
+
+  StepImages images;
+  if (images_) {
+    st.mm_block = &images_->mm_block;
+    st.images = &images_->images;
+    collect_step_images(st, 0, images);
+  }
   AttentionBatch batch = build_attention_batch(be, {st}, page_size_);
 
+  std::vector<int> embed_ids(tokens.size());
+  for (size_t i = 0; i < tokens.size(); ++i) embed_ids[i] = model_.embedding_id(tokens[i]);
   Tensor ids = be.empty(DType::I32, Shape{n});
-  be.copy_from_host(ids, tokens.data());
+  be.copy_from_host(ids, embed_ids.data());
   std::vector<int> rows(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) rows[size_t(i)] = i;
   Tensor logit_rows = be.empty(DType::I32, Shape{n});
   be.copy_from_host(logit_rows, rows.data());
 
   be.set_step_rows(n);
-  ForwardOutput out = model_.forward(ids, batch, cache_, logit_rows);
+  ForwardOutput out = model_.forward(ids, batch, cache_, logit_rows, &images);
   std::vector<float> logits(size_t(out.logits.numel()));
   be.copy_to_host(out.logits, logits.data());
   length_ += n;
@@ -94,42 +104,65 @@ std::vector<float> SequenceRunner::step(const std::vector<int>& tokens) {
 }
 
 namespace {
-int step_size(const SequenceRunOptions& opt, int total) {
+// Where the prompt's steps end: one step (prefill), one token at a time (decode) or chunks, none of
+// them splitting an image.
+std::vector<int> prompt_step_ends(const SequenceRunOptions& opt, int total, const PromptImages* images) {
+  static const std::vector<int> kNoBlocks;
+  const std::vector<int>& blocks = images ? images->mm_block : kNoBlocks;
   switch (opt.mode) {
-    case LogitsMode::Prefill: return std::max(1, total);
-    case LogitsMode::Decode: return 1;
+    case LogitsMode::Prefill: return {total};
+    case LogitsMode::Decode: return chunk_ends(total, 1, blocks);
     case LogitsMode::Chunked:
       GS_CHECK(opt.chunk > 0, "chunked mode needs a chunk size > 0 (got {})", opt.chunk);
-      return std::min(opt.chunk, std::max(1, total));
+      return chunk_ends(total, opt.chunk, blocks);
   }
-  return 1;
+  return {total};
+}
+
+int longest_step(const std::vector<int>& ends) {
+  int longest = 1, prev = 0;
+  for (int e : ends) longest = std::max(longest, e - prev), prev = e;
+  return longest;
+}
+
+void check_images(const std::vector<int>& tokens, const PromptImages* images) {
+  GS_CHECK(!images || images->tokens == tokens, "sequence runner: the images belong to another (expanded) prompt");
 }
 }  // namespace
 
-std::vector<float> sequence_logits(Gemma4Model& model, const std::vector<int>& tokens, const SequenceRunOptions& opt) {
+std::vector<float> sequence_logits(Gemma4Model& model, const std::vector<int>& tokens, const SequenceRunOptions& opt,
+                                   const PromptImages* images) {
   const int T = int(tokens.size());
   GS_CHECK(T > 0, "sequence_logits: no tokens");
-  const int step = step_size(opt, T);
-  SequenceRunner runner(model, step, T, opt.page_size, opt.recycle_sliding_pages);
+  check_images(tokens, images);
+  const std::vector<int> ends = prompt_step_ends(opt, T, images);
+  SequenceRunner runner(model, longest_step(ends), T, opt.page_size, opt.recycle_sliding_pages);
+  runner.set_images(images);
   std::vector<float> logits;
   logits.reserve(size_t(T) * model.config().vocab_size);
-  for (int i = 0; i < T; i += step) {
-    std::vector<int> chunk(tokens.begin() + i, tokens.begin() + std::min(T, i + step));
-    std::vector<float> l = runner.step(chunk);
+  int start = 0;
+  for (int end : ends) {
+    std::vector<float> l = runner.step(std::vector<int>(tokens.begin() + start, tokens.begin() + end));
     logits.insert(logits.end(), l.begin(), l.end());
+    start = end;
   }
   return logits;
 }
 
 std::vector<int> greedy_continuation(Gemma4Model& model, const std::vector<int>& prompt, int new_tokens,
-                                     const SequenceRunOptions& opt) {
+                                     const SequenceRunOptions& opt, const PromptImages* images) {
   const int T = int(prompt.size()), V = model.config().vocab_size;
   GS_CHECK(T > 0 && new_tokens >= 0, "greedy_continuation: {} prompt tokens, {} new", T, new_tokens);
-  const int step = step_size(opt, T);
-  SequenceRunner runner(model, step, T + new_tokens, opt.page_size, opt.recycle_sliding_pages);
+  check_images(prompt, images);
+  const std::vector<int> ends = prompt_step_ends(opt, T, images);
+  SequenceRunner runner(model, longest_step(ends), T + new_tokens, opt.page_size, opt.recycle_sliding_pages);
+  runner.set_images(images);
   std::vector<float> last;
-  for (int i = 0; i < T; i += step)
-    last = runner.step(std::vector<int>(prompt.begin() + i, prompt.begin() + std::min(T, i + step)));
+  int start = 0;
+  for (int end : ends) {
+    last = runner.step(std::vector<int>(prompt.begin() + start, prompt.begin() + end));
+    start = end;
+  }
   std::vector<int> out;
   for (int k = 0; k < new_tokens; ++k) {
     const float* row = last.data() + last.size() - size_t(V);

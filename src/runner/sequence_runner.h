@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "model/gemma4_model.h"
+#include "runner/prompt_images.h"
 
 namespace gs {
 
@@ -27,6 +28,10 @@ class SequenceRunner {
   SequenceRunner(Gemma4Model& model, int max_step_tokens, int max_total_tokens, int page_size = 16,
                  bool recycle_sliding_pages = true);
 
+  // The prompt's images: vision blocks by position and the images behind them (both kept by
+  // reference; null: none). Steps then run the tower for the images they prefill and apply the
+  // overlay; a step must hold each image whole.
+  void set_images(const PromptImages* images) { images_ = images; }
   // Appends `tokens` to the sequence in one forward; returns f32 logits [tokens.size(), V] on the host.
   std::vector<float> step(const std::vector<int>& tokens);
   int length() const { return length_; }
@@ -47,14 +52,18 @@ class SequenceRunner {
   int next_page_[kNumKvGroups] = {0, 0};
   int num_pages_[kNumKvGroups] = {0, 0};
   int length_ = 0;
+  const PromptImages* images_ = nullptr;
 };
 
 // Logits [T, V] of every position of `tokens`, computed in the given mode from an empty cache.
-std::vector<float> sequence_logits(Gemma4Model& model, const std::vector<int>& tokens, const SequenceRunOptions& opt);
+// With images (tokens == images->tokens, expanded), decode and chunked steps never split an image:
+// its soft tokens go in one step.
+std::vector<float> sequence_logits(Gemma4Model& model, const std::vector<int>& tokens, const SequenceRunOptions& opt,
+                                   const PromptImages* images = nullptr);
 
 // Greedy continuation of `prompt` (argmax, ties to the lowest id) for `new_tokens` steps, the
 // prompt run in the given mode and every new token decoded one at a time.
 std::vector<int> greedy_continuation(Gemma4Model& model, const std::vector<int>& prompt, int new_tokens,
-                                     const SequenceRunOptions& opt);
+                                     const SequenceRunOptions& opt, const PromptImages* images = nullptr);
 
 }  // namespace gs

@@ -8,6 +8,7 @@
 
 #include "ops/attention_batch.h"
 #include "ops/backend.h"
+#include "vision/prepared_image.h"
 
 namespace gs {
 
@@ -21,6 +22,9 @@ struct SequenceStep {
   // logical page i, -1 for a freed sliding page. They cover positions [0, start + q_len).
   const std::vector<int>* page_table[kNumKvGroups] = {nullptr, nullptr};
   const std::vector<int>* mm_block = nullptr;  // vision block id by position (the prompt's), or null
+  // The images behind the vision blocks (block b is (*images)[b]), or null: the runner runs the
+  // tower for the blocks this chunk prefills (a chunk holds an image whole, or none of it).
+  const std::vector<PreparedImagePtr>* images = nullptr;
   bool write_kv = true;                        // false: a query-only step (a drafter's), nothing written
   // Rows sit at positions start + i + position_shift: -1 for a drafter that queries at the position
   // of the target's last cached token (vLLM's convention); 0 everywhere else.

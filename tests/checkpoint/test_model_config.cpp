@@ -126,10 +126,18 @@ TEST(ModelConfig, ParameterCountsMatchTheReleasedSizes) {
   for (const std::string& name : preset_names()) {
     SCOPED_TRACE(name);
     ModelConfig c = preset_config(name);
-    long long stored = 0;
-    for (const auto& t : checkpoint_tensors(c, DType::BF16))
-      if (t.init != WeightInit::Permutation) stored += (long long)(t.decl.nbytes() / 2);
+    long long stored = 0, vision = 0;
+    for (const auto& t : checkpoint_tensors(c, DType::BF16)) {
+      if (t.init == WeightInit::Permutation) continue;
+      (Checkpoint::is_vision_name(t.decl.name) ? vision : stored) += (long long)(t.decl.nbytes() / 2);
+    }
     EXPECT_EQ(stored, c.parameter_count());
+    // The towers (§4.2, gated MLPs): ~0.57 B (26B/31B: 27 layers, hidden 1152, MLP 4304) and ~0.17 B
+    // (E2B/E4B: 16 layers, hidden 768, MLP 3072), the model cards' ~550 M and ~150 M plus the
+    // position tables and the projection.
+    if (name == "31b" || name == "26b-a4b") EXPECT_NEAR(vision / 1e9, 0.57, 0.03);
+    if (name == "e2b" || name == "e4b") EXPECT_NEAR(vision / 1e9, 0.17, 0.02);
+    EXPECT_EQ(vision > 0, c.has_vision());
   }
 }
 

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "fake_backend.h"
 #include "model/dummy_weights.h"
+#include "model/presets.h"
 #include "model/random_checkpoint.h"
 #include "model/weight_loader.h"
 #include "test_util.h"
@@ -335,6 +336,61 @@ TEST(DummyWeights, ResolvesDirectoriesAndPresets) {
   } catch (const Error& e) {
     EXPECT_THAT(e.what(), AllOf(HasSubstr("no-such-model"), HasSubstr("e2b")));
   }
+}
+
+}  // namespace
+}  // namespace gs
+
+namespace gs {
+namespace {
+
+std::string vision_load_error(const std::string& dir) {
+  try {
+    auto ckpt = Checkpoint::open(dir, CheckpointOptions{true});
+    ModelConfig cfg = ModelConfig::from_json(ckpt->config_json());
+    FakeBackend be;
+    load_weights(*ckpt, cfg, be);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+// The vision tower loads only when asked (--enable-multimodal), has the shapes dummy weights give
+// it, and a corrupt tower tensor is an error naming the tensor and the problem.
+TEST(WeightLoader, VisionTowerOnlyWhenAskedAndCorruptTensorsNamed) {
+  TempDir dir;
+  ModelConfig cfg = write_random_checkpoint(preset_config_json("demo"), json(), dir.path(), {});
+  ASSERT_TRUE(cfg.has_vision());
+  ASSERT_TRUE(cfg.vision.use_clipped_linears);
+  FakeBackend be;
+  {
+    auto text_only = Checkpoint::open(dir.path());
+    EXPECT_FALSE(load_weights(*text_only, cfg, be).vision);
+  }
+  auto ckpt = Checkpoint::open(dir.path(), CheckpointOptions{true});
+  ModelWeights w = load_weights(*ckpt, cfg, be);
+  ASSERT_TRUE(w.vision);
+  ASSERT_EQ(int(w.vision->layers.size()), cfg.vision.num_layers);
+  EXPECT_EQ(w.vision->layers[0].q.clip.input_min, -100.f);  // the demo checkpoint's bounds
+  EXPECT_EQ(w.vision->layers[1].down.clip.output_max, 100.f);
+  ModelWeights dummy = make_dummy_weights(cfg, be, 3, /*vision=*/true);
+  ASSERT_TRUE(dummy.vision);
+  EXPECT_EQ(dummy.vision->bytes(), w.vision->bytes());
+  EXPECT_EQ(dummy.vision->position_table.shape, w.vision->position_table.shape);
+  EXPECT_FALSE(make_dummy_weights(cfg, be, 3).vision);
+
+  const std::string gate = "model.vision_tower.encoder.layers.1.mlp.gate_proj.linear.weight";
+  rewrite(dir, [&](auto& d) {
+    for (auto& t : d)
+      if (t.name == gate) t.shape = {64, 31};
+  });
+  EXPECT_THAT(vision_load_error(dir.path()),
+              AllOf(HasSubstr("'" + gate + "'"), HasSubstr("shape [64, 31]"), HasSubstr("implies [64, 32]")));
+  const std::string bound = "model.vision_tower.encoder.layers.0.self_attn.k_proj.output_max";
+  write_random_checkpoint(preset_config_json("demo"), json(), dir.path(), {});
+  rewrite(dir, [&](auto& d) { std::erase_if(d, [&](const TensorDecl& t) { return t.name == bound; }); });
+  EXPECT_THAT(vision_load_error(dir.path()), AllOf(HasSubstr("'" + bound + "'"), HasSubstr("use_clipped_linears")));
 }
 
 }  // namespace

@@ -73,5 +73,30 @@ TEST_F(CliLogits, BadInputIsAClearError) {
   EXPECT_NE(r.output.find("--chunk"), std::string::npos) << r.output;
 }
 
+// Images: one image token per image in --tokens, the pixels from --image-pixels; the logits are
+// the expanded prompt's (boi, soft tokens, eoi), as the reference computed them.
+TEST_F(CliLogits, ImagePixelsMatchTheReference) {
+  const std::string fx = std::string(GS_SOURCE_DIR) + "/fixtures/vision_golden";
+  const std::string out = test_file(".npy");
+  for (const std::string mode : {"prefill", "chunked --chunk 7"}) {
+    std::filesystem::remove(out);
+    CliResult r = run_cli("logits --model " + fx + "/vision_std --tokens " + fx + "/vision_std/prompt_p3.npy --out " +
+                          out + " --backend cpu --mode " + mode + " --image-pixels " + fx +
+                          "/images/img1.npy --image-pixels " + fx + "/images/img0.npy --image-pixels " + fx +
+                          "/images/img2.npy");
+    ASSERT_EQ(r.status, 0) << mode << ":\n" << r.output;
+    NpyArray a = read_npy(out), ref = read_npy(fx + "/vision_std/logits_p3.npy");
+    ASSERT_EQ(a.shape, ref.shape);
+    float worst = 0;
+    for (int64_t i = 0; i < a.numel(); ++i) worst = std::max(worst, std::fabs(a.as<float>()[i] - ref.as<float>()[i]));
+    EXPECT_LE(worst, 2e-2f) << mode;  // the image fixtures' bound (vision_golden_test.cpp says why)
+  }
+  // One image for three image tokens: an error naming both counts.
+  CliResult r = run_cli("logits --model " + fx + "/vision_std --tokens " + fx + "/vision_std/prompt_p3.npy --out " +
+                        out + " --image-pixels " + fx + "/images/img0.npy");
+  EXPECT_NE(r.status, 0);
+  EXPECT_NE(r.output.find("more image tokens (3) than images (1)"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace gs::test

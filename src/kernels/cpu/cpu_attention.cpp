@@ -145,6 +145,7 @@ void attention(ThreadPool& pool, const Tensor& q, const AttentionBatch& batch, K
         blo[t] = std::min(blo[t], batch.h_positions[r]);
         bhi[t] = std::max(bhi[t], batch.h_positions[r]);
       }
+      if (p.mm_block_in_window) blo[t] = std::max(blo[t], lo[t]);  // the window still bounds the past
     }
     // Every key this row reads must sit on a page the sequence still owns.
     auto check_range = [&](int a, int b) {

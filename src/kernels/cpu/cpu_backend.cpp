@@ -133,6 +133,28 @@ class CpuBackend final : public Backend {
   void gather_rows(const Tensor& x, const Tensor& rows, const Tensor& out) override { cpu::gather_rows(x, rows, out); }
   void softcap(const Tensor& x, float cap) override { cpu::softcap(pool_, x, cap); }
 
+  // ---- vision tower ---------------------------------------------------------------------------
+  void clamp(const Tensor& x, float lo, float hi) override { cpu::clamp(pool_, x, lo, hi); }
+  void vision_position_add(const Tensor& x, const Tensor& table, const Tensor& pos_xy) override {
+    cpu::vision_position_add(pool_, x, table, pos_xy);
+  }
+  void vision_rope(const Tensor& x, const Tensor& pos_xy, int heads, int head_dim, float theta) override {
+    cpu::vision_rope(pool_, x, pos_xy, heads, head_dim, theta);
+  }
+  void vision_pool(const Tensor& x, const Tensor& src, float scale, const Tensor& out) override {
+    cpu::vision_pool(pool_, x, src, scale, out);
+  }
+  void standardize(const Tensor& x, const Tensor& bias, const Tensor& scale) override {
+    cpu::standardize(pool_, x, bias, scale);
+  }
+  void scatter_rows(const Tensor& src, const Tensor& rows, const Tensor& dst) override {
+    cpu::scatter_rows(src, rows, dst);
+  }
+  void vision_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cu_rows,
+                        const std::vector<int>& h_cu_rows, int heads, int head_dim, const Tensor& out) override {
+    cpu::vision_attention(pool_, q, k, v, h_cu_rows, heads, head_dim, out);
+  }
+
   // ---- attention ------------------------------------------------------------------------------
   void qkv_prepare(const Tensor& qkv, QkvLayout layout, const AttentionParams& p, const RopeSpec& rope,
                    const Tensor& q_norm_w, const Tensor* k_norm_w, float eps, const AttentionBatch& batch,

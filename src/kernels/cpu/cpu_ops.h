@@ -70,6 +70,16 @@ void qkv_prepare(ThreadPool& pool, const Tensor& qkv, QkvLayout layout, const At
 void attention(ThreadPool& pool, const Tensor& q, const AttentionBatch& batch, KvGroup group, const KvPool& kv,
                int cache_layer, const AttentionParams& p, const Tensor& out);
 
+// ---- vision tower (cpu_vision.cpp) ---------------------------------------------------------------
+void clamp(ThreadPool& pool, const Tensor& x, float lo, float hi);
+void vision_position_add(ThreadPool& pool, const Tensor& x, const Tensor& table, const Tensor& pos_xy);
+void vision_rope(ThreadPool& pool, const Tensor& x, const Tensor& pos_xy, int heads, int head_dim, float theta);
+void vision_pool(ThreadPool& pool, const Tensor& x, const Tensor& src, float scale, const Tensor& out);
+void standardize(ThreadPool& pool, const Tensor& x, const Tensor& bias, const Tensor& scale);
+void scatter_rows(const Tensor& src, const Tensor& rows, const Tensor& dst);
+void vision_attention(ThreadPool& pool, const Tensor& q, const Tensor& k, const Tensor& v,
+                      const std::vector<int>& cu_rows, int heads, int head_dim, const Tensor& out);
+
 // ---- mixture of experts (cpu_moe.cpp) ------------------------------------------------------------
 void moe_route(ThreadPool& pool, const Tensor& r, const Tensor& router_scale, const Tensor& router_proj,
                const Tensor& per_expert_scale, float in_scale, float eps, int top_k, const Tensor& ids,

@@ -29,6 +29,7 @@
 #include "kernels/cuda/sampling.h"
 #include "kernels/cuda/greedy_head.h"
 #include "kernels/cuda/scatter_ids.h"
+#include "kernels/cuda/vision_ops.h"
 #include "kernels/cuda/scratch_arena.h"
 #include "ops/logit_adjust.h"
 
@@ -243,6 +244,24 @@ class CudaBackend final : public Backend {
     cuda::launch_gather_rows(x, rows, out, stream_);
   }
   void softcap(const Tensor& x, float cap) override { cuda::launch_softcap(x, cap, stream_); }
+
+  // ---- vision tower (vision_attention is the bidirectional kernel's, wired separately) --------
+  void clamp(const Tensor& x, float lo, float hi) override { cuda::launch_clamp(x, lo, hi, stream_); }
+  void vision_position_add(const Tensor& x, const Tensor& table, const Tensor& pos_xy) override {
+    cuda::launch_vision_position_add(x, table, pos_xy, stream_);
+  }
+  void vision_rope(const Tensor& x, const Tensor& pos_xy, int heads, int head_dim, float theta) override {
+    cuda::launch_vision_rope(x, pos_xy, heads, head_dim, theta, stream_);
+  }
+  void vision_pool(const Tensor& x, const Tensor& src, float scale, const Tensor& out) override {
+    cuda::launch_vision_pool(x, src, scale, out, stream_);
+  }
+  void standardize(const Tensor& x, const Tensor& bias, const Tensor& scale) override {
+    cuda::launch_standardize(x, bias, scale, stream_);
+  }
+  void scatter_rows(const Tensor& src, const Tensor& rows, const Tensor& dst) override {
+    cuda::launch_scatter_rows(src, rows, dst, stream_);
+  }
 
   // ---- attention --------------------------------------------------------------------------------
   void qkv_prepare(const Tensor& qkv, QkvLayout layout, const AttentionParams& p, const RopeSpec& rope,
