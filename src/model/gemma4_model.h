@@ -6,6 +6,7 @@
 #include "model/model_config.h"
 #include "model/weights.h"
 #include "ops/backend.h"
+#include "parallel/communicator.h"
 
 namespace gs {
 
@@ -16,11 +17,15 @@ struct ForwardOutput {
 
 class Gemma4Model {
  public:
-  Gemma4Model(ModelConfig cfg, ModelWeights weights, Backend& backend);
+  // With a communicator of size N > 1 the model is one rank of a tensor-parallel group: cfg is
+  // shard_config(full, N) and weights that rank's shard (model/tensor_parallel.h). The
+  // communicator outlives the model.
+  Gemma4Model(ModelConfig cfg, ModelWeights weights, Backend& backend, Communicator* tp = nullptr);
 
   const ModelConfig& config() const { return cfg_; }
   const ModelWeights& weights() const { return w_; }
   Backend& backend() { return be_; }
+  Communicator* tensor_parallel() const { return tp_; }
 
   // Sizes the activation workspace for up to max_tokens rows per step and max_logit_rows
   // logits rows. Called once at start-up; forward() never allocates after it.
@@ -35,6 +40,7 @@ class Gemma4Model {
   ModelConfig cfg_;
   ModelWeights w_;
   Backend& be_;
+  Communicator* tp_ = nullptr;  // null on one device
   std::shared_ptr<Workspace> ws_;
 };
 

@@ -214,6 +214,13 @@ class CudaBackend final : public Backend {
   void embedding(const Tensor& table, const Tensor& ids, float scale, const Tensor& out) override {
     cuda::launch_embedding(table, ids, scale, out, stream_);
   }
+  void embedding_rows(const Tensor& table, const Tensor& ids, int64_t first_id, float scale,
+                      const Tensor& out) override {
+    cuda::launch_embedding(table, ids, scale, out, stream_, first_id);
+  }
+  int device_index() const override { return device_; }
+  void* native_stream() override { return stream_; }
+  void make_current() override { GS_CUDA_CHECK(cudaSetDevice(device_)); }
   void rms_norm(const Tensor& x, const Tensor* weight, float eps, const Tensor& out) override {
     cuda::launch_rms_norm(x, weight, eps, out, stream_);
   }
