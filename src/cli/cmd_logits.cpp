@@ -13,6 +13,7 @@
 #include "model/gemma4_model.h"
 #include "model/model_source.h"
 #include "runner/sequence_runner.h"
+#include "runner/tensor_parallel_model.h"
 
 namespace gs::cli {
 namespace {
@@ -25,7 +26,24 @@ struct LogitsOptions {
   int chunk = 0;
   int page_size = 16;
   std::string load_format = "auto";
+  int tensor_parallel_size = 1;
 };
+
+// The same computation split over N ranks (runner/tensor_parallel_model.h); rank 0's logits.
+int run_tensor_parallel(const LogitsOptions& o, const ModelSpec& spec, const std::vector<int>& tokens,
+                        const SequenceRunOptions& opt) {
+  TensorParallelModel tp(spec, o.backend, o.tensor_parallel_size, backend_options(o.kernel_policy));
+  const ModelConfig& cfg = tp.config();
+  for (size_t i = 0; i < tokens.size(); ++i)
+    GS_CHECK(tokens[i] >= 0 && tokens[i] < cfg.vocab_size, "{}: token id {} at index {} is outside the vocabulary [0, {})",
+             o.tokens, tokens[i], i, cfg.vocab_size);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<float> logits = sequence_logits(tp, tokens, opt);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  write_npy(o.out, DType::F32, {int64_t(tokens.size()), int64_t(cfg.vocab_size)}, logits.data());
+  log::info("logits: {} tokens ({} mode) on {} in {:.3f} s -> {}", tokens.size(), o.mode, tp.describe(), secs, o.out);
+  return 0;
+}
 
 int run(const LogitsOptions& o) {
   const LogitsMode mode = parse_logits_mode(o.mode);
@@ -33,6 +51,12 @@ int run(const LogitsOptions& o) {
   const ModelSpec spec{o.model, parse_load_format(o.load_format)};
   const std::vector<int> tokens = npy_token_ids(read_npy(o.tokens), o.tokens);
   GS_CHECK(!tokens.empty(), "{}: no token ids", o.tokens);
+  GS_CHECK(o.tensor_parallel_size >= 1, "--tensor-parallel-size must be at least 1 (got {})", o.tensor_parallel_size);
+  SequenceRunOptions opt;
+  opt.mode = mode;
+  opt.chunk = o.chunk;
+  opt.page_size = o.page_size;
+  if (o.tensor_parallel_size > 1) return run_tensor_parallel(o, spec, tokens, opt);
 
   std::unique_ptr<Backend> backend = create_backend(o.backend, backend_options(o.kernel_policy));
   LoadedModel loaded = load_model(spec, *backend);
@@ -41,11 +65,6 @@ int run(const LogitsOptions& o) {
     GS_CHECK(tokens[i] >= 0 && tokens[i] < cfg.vocab_size, "{}: token id {} at index {} is outside the vocabulary [0, {})",
              o.tokens, tokens[i], i, cfg.vocab_size);
   Gemma4Model model(cfg, std::move(loaded.weights), *backend);
-
-  SequenceRunOptions opt;
-  opt.mode = mode;
-  opt.chunk = o.chunk;
-  opt.page_size = o.page_size;
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<float> logits = sequence_logits(model, tokens, opt);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -68,6 +87,10 @@ GS_REGISTER_COMMAND(logits, "logits", "Compute the logits of a token sequence (.
                       app.add_option("--page-size", o->page_size, "KV cache page size in tokens")
                           ->capture_default_str();
                       app.add_option("--load-format", o->load_format, "auto (read the checkpoint) | dummy (random)")
+                          ->capture_default_str();
+                      app.add_option("--tensor-parallel-size,--tp", o->tensor_parallel_size,
+                                     "Split the model over N ranks, one thread each (cpu: N cpu backends; cuda: "
+                                     "cuda:0..N-1 over NCCL); the logits are rank 0's gathered rows")
                           ->capture_default_str();
                       return [o] { return run(*o); };
                     });

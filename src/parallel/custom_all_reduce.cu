@@ -79,7 +79,8 @@ __global__ void __launch_bounds__(kThreads) one_shot_kernel(PeerTable peers, int
   __syncthreads();
   if (threadIdx.x < N) {
     const int p = threadIdx.x;
-    __threadfence_system();
+    // The release store is cumulative: the block's copies, ordered before it by the barrier above,
+    // are visible to a peer that acquires the flag (no separate system-wide fence needed).
     store_release_sys(peers.flags[p] + b * kMaxRanks + rank, e);
     const uint32_t* f = peers.flags[rank] + b * kMaxRanks + p;
     const unsigned long long t0 = global_ns();
