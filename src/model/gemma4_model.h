@@ -6,6 +6,7 @@
 #include "model/model_config.h"
 #include "model/weights.h"
 #include "ops/backend.h"
+#include "model/rank_group.h"
 #include "parallel/communicator.h"
 
 namespace gs {
@@ -26,6 +27,10 @@ class Gemma4Model {
   const ModelWeights& weights() const { return w_; }
   Backend& backend() { return be_; }
   Communicator* tensor_parallel() const { return tp_; }
+  // Rank 0 of a tensor-parallel model knows its group, so that the engine's runner, handed rank 0,
+  // runs every step on every rank (runner/model_runner.h); null otherwise.
+  RankGroup* rank_group() const { return group_; }
+  void set_rank_group(RankGroup* group) { group_ = group; }
 
   // Sizes the activation workspace for up to max_tokens rows per step and max_logit_rows
   // logits rows. Called once at start-up; forward() never allocates after it.
@@ -41,6 +46,7 @@ class Gemma4Model {
   ModelWeights w_;
   Backend& be_;
   Communicator* tp_ = nullptr;  // null on one device
+  RankGroup* group_ = nullptr;
   std::shared_ptr<Workspace> ws_;
 };
 

@@ -59,6 +59,7 @@ TensorParallelModel::TensorParallelModel(const ModelSpec& spec, const std::strin
     }
     ranks_[size_t(r)].model = std::make_unique<Gemma4Model>(shard, std::move(w), be, communicator(r));
   });
+  if (size > 1) ranks_[0].model->set_rank_group(this);
   log::info("tensor parallel: {}", describe());
 }
 

@@ -11,6 +11,7 @@
 #include "checkpoint/generation_config.h"
 #include "kernels/backends.h"
 #include "model/gemma4_model.h"
+#include "model/rank_group.h"
 #include "model/model_source.h"
 #include "parallel/communicators.h"
 #include "parallel/rank_workers.h"
@@ -18,15 +19,14 @@
 
 namespace gs {
 
-class TensorParallelModel {
+class TensorParallelModel final : public RankGroup {
  public:
   // backend: "cpu" (every rank a cpu backend) or "cuda" (rank r on cuda:r). Loads each rank's
   // shard on its own thread. Throws gs::Error naming the failing rank.
   TensorParallelModel(const ModelSpec& spec, const std::string& backend, int size, const BackendOptions& options = {},
                       const GpuCollectiveOptions& collectives = {});
-  ~TensorParallelModel();
+  ~TensorParallelModel() override;
 
-  int size() const { return int(ranks_.size()); }
   const ModelConfig& config() const { return full_; }  // the whole model's
   const GenerationConfig& generation() const { return generation_; }
   const std::string& dir() const { return dir_; }
@@ -38,6 +38,11 @@ class TensorParallelModel {
   // fn(rank) on every rank's thread at once (the rank's device current); returns when all are
   // done, or throws the first failure after aborting the group.
   void run(const std::function<void(int rank)>& fn) { workers_->run(fn); }
+
+  // RankGroup (rank 0's model points here).
+  int size() const override { return int(ranks_.size()); }
+  Gemma4Model& rank_model(int rank) override { return model(rank); }
+  void run_on_ranks(const std::function<void(int rank)>& fn) override { run(fn); }
 
  private:
   struct Rank {
