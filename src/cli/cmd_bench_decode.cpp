@@ -25,6 +25,7 @@
 #include "model/gemma4_model.h"
 #include "model/model_source.h"
 #include "runner/model_runner.h"
+#include "runner/tensor_parallel_model.h"
 
 namespace gs::cli {
 namespace {
@@ -43,6 +44,7 @@ struct BenchDecodeOptions {
   bool overlap = false;
   double hbm_tb_s = 4.29;  // engine-design.md: H200 copy bandwidth (read + write), PyTorch
   std::string json_out;
+  int tensor_parallel_size = 1;
   // Each sequence's sampling (as in a request); the default, temperature 0, is greedy.
   float temperature = 0.f, top_p = 1.f;
   int top_k = 0;
@@ -219,9 +221,9 @@ std::string sampling_label(const BenchDecodeOptions& o) {
   return os.str();
 }
 
-int run(const BenchDecodeOptions& o) {
-  GS_CHECK(o.context >= 0 && o.steps > 0 && o.warmup >= 0, "bench-decode: --context >= 0, --steps > 0, --warmup >= 0");
-  const std::vector<int> batches = parse_int_list(o.batches);
+void print_results(const BenchDecodeOptions& o, const std::string& device, const std::vector<Result>& results);
+
+int run_single(const BenchDecodeOptions& o, const std::vector<int>& batches) {
   std::unique_ptr<Backend> be = create_backend(o.backend, backend_options(o.kernel_policy));
   const auto t_load = std::chrono::steady_clock::now();
   LoadedModel loaded = load_model(ModelSpec{o.model, parse_load_format(o.load_format)}, *be);
@@ -237,9 +239,46 @@ int run(const BenchDecodeOptions& o) {
 
   std::vector<Result> results;
   for (int b : batches) results.push_back(bench_one(model, *be, b, o));
+  print_results(o, be->name(), results);
+  return 0;
+}
+
+// Every rank runs the same steps on its thread (its own runner, cache and graphs); the
+// collectives keep them in step, and every rank samples the same ids from the same gathered
+// logits. Rank 0's timing is reported; the floor counts rank 0's shard of the weights and KV.
+int run_tensor_parallel(const BenchDecodeOptions& o, const std::vector<int>& batches) {
+  const auto t_load = std::chrono::steady_clock::now();
+  TensorParallelModel tp(ModelSpec{o.model, parse_load_format(o.load_format)}, o.backend, o.tensor_parallel_size,
+                         backend_options(o.kernel_policy));
+  const int max_batch = *std::max_element(batches.begin(), batches.end());
+  tp.run([&](int r) { tp.model(r).reserve(max_batch, max_batch); });
+  log::info("bench-decode: {} on {} ready in {:.1f} s", o.model, tp.describe(),
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count());
+  std::vector<Result> results;
+  for (int b : batches) {
+    Result r0;
+    tp.run([&](int r) {
+      Result res = bench_one(tp.model(r), tp.backend(r), b, o);
+      if (r == 0) r0 = res;
+    });
+    results.push_back(r0);
+  }
+  print_results(o, fmt::format("TP{} {}", o.tensor_parallel_size, tp.backend(0).name()), results);
+  return 0;
+}
+
+int run(const BenchDecodeOptions& o) {
+  GS_CHECK(o.context >= 0 && o.steps > 0 && o.warmup >= 0, "bench-decode: --context >= 0, --steps > 0, --warmup >= 0");
+  GS_CHECK(o.tensor_parallel_size >= 1, "--tensor-parallel-size must be at least 1 (got {})", o.tensor_parallel_size);
+  const std::vector<int> batches = parse_int_list(o.batches);
+  if (o.tensor_parallel_size > 1) return run_tensor_parallel(o, batches);
+  return run_single(o, batches);
+}
+
+void print_results(const BenchDecodeOptions& o, const std::string& device, const std::vector<Result>& results) {
 
   std::printf("\n%s, %s, context %d, %d steps after %d warm-up (HBM ceiling %.2f TB/s), %s%s\n", o.model.c_str(),
-              be->name().c_str(), o.context, o.steps, o.warmup, o.hbm_tb_s, sampling_label(o).c_str(),
+              device.c_str(), o.context, o.steps, o.warmup, o.hbm_tb_s, sampling_label(o).c_str(),
               o.overlap ? ", overlapped steps" : "");
   std::printf("| batch | ms/step | tokens/s | weights GB | KV GB | floor ms | step / floor | steps from graphs |\n");
   std::printf("| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |\n");
@@ -248,7 +287,7 @@ int run(const BenchDecodeOptions& o) {
     std::printf("| %d | %.3f | %.0f | %.2f | %.3f | %.3f | %.2fx | %llu / %llu |\n", r.batch, r.ms_per_step,
                 r.batch * 1e3 / r.ms_per_step, r.weight_gb, r.kv_gb, r.floor_ms, r.ms_per_step / r.floor_ms,
                 (unsigned long long)r.graph_steps, (unsigned long long)(r.graph_steps + r.eager_steps));
-    j.push_back({{"model", o.model}, {"backend", be->name()}, {"batch", r.batch}, {"context", o.context},
+    j.push_back({{"model", o.model}, {"backend", device}, {"batch", r.batch}, {"context", o.context},
                  {"ms_per_step", r.ms_per_step}, {"tokens_per_s", r.batch * 1e3 / r.ms_per_step},
                  {"weight_gb", r.weight_gb}, {"kv_gb", r.kv_gb}, {"floor_ms", r.floor_ms},
                  {"ratio_to_floor", r.ms_per_step / r.floor_ms}, {"graph_steps", r.graph_steps},
@@ -260,7 +299,6 @@ int run(const BenchDecodeOptions& o) {
     GS_CHECK(f.good(), "cannot write {}", o.json_out);
     f << j.dump(2) << "\n";
   }
-  return 0;
 }
 
 GS_REGISTER_COMMAND(bench_decode, "bench-decode",
@@ -289,6 +327,9 @@ GS_REGISTER_COMMAND(bench_decode, "bench-decode",
                       app.add_option("--hbm-tb-s", o->hbm_tb_s, "Bandwidth ceiling for the floor, TB/s")
                           ->capture_default_str();
                       app.add_option("--json", o->json_out, "Also write the results as JSON to this file");
+                      app.add_option("--tensor-parallel-size,--tp", o->tensor_parallel_size,
+                                     "Split the model over N GPUs (cuda:0..N-1, one thread each; --backend cuda)")
+                          ->capture_default_str();
                       app.add_option("--temperature", o->temperature,
                                      "Sampling temperature of every sequence (0: greedy)")
                           ->capture_default_str();

@@ -7,6 +7,9 @@
 #include <chrono>
 #include <memory>
 
+#include "core/read_file.h"
+#include "vision/image_decode.h"
+#include "vision/image_preprocess.h"
 #include "cli/command.h"
 #include "cli/kernel_policy_option.h"
 #include "core/error.h"
@@ -18,6 +21,7 @@
 #include "runner/image_pixels_file.h"
 #include "runner/prompt_images.h"
 #include "runner/sequence_runner.h"
+#include "runner/tensor_parallel_model.h"
 
 namespace gs::cli {
 namespace {
@@ -33,14 +37,34 @@ struct LogitsOptions {
   std::vector<std::string> images;        // --image: encoded files
   std::vector<std::string> image_pixels;  // --image-pixels: preprocessed pixels (.npy + .json)
   std::string mm_overlay;                 // --mm-overlay: "" keeps the config's
+  int tensor_parallel_size = 1;
 };
 
-// An encoded image file made ready for the tower. The request path's decoder and preprocessing
-// (src/vision/image_*) plug in here.
+// An encoded image file made ready for the tower: the request path's decoder and preprocessing, at
+// the default budget of the model's tower (280 soft tokens unless the config says otherwise).
 PreparedImagePtr prepare_image_file(const std::string& path, const ModelConfig& cfg) {
-  throw Error("--image {}: image decoding is not built into this binary yet; pass the preprocessed pixels with "
-              "--image-pixels FILE.npy (+ FILE.json)",
-              path);
+  try {
+    const int budget = cfg.vision.default_output_length > 0 ? cfg.vision.default_output_length : 280;
+    return std::make_shared<const PreparedImage>(prepare_image(decode_image(read_file(path)), budget));
+  } catch (const Error& e) {
+    throw Error("--image {}: {}", path, e.what());
+  }
+}
+
+// The same computation split over N ranks (runner/tensor_parallel_model.h); rank 0's logits.
+int run_tensor_parallel(const LogitsOptions& o, const ModelSpec& spec, const std::vector<int>& tokens,
+                        const SequenceRunOptions& opt) {
+  TensorParallelModel tp(spec, o.backend, o.tensor_parallel_size, backend_options(o.kernel_policy));
+  const ModelConfig& cfg = tp.config();
+  for (size_t i = 0; i < tokens.size(); ++i)
+    GS_CHECK(tokens[i] >= 0 && tokens[i] < cfg.vocab_size, "{}: token id {} at index {} is outside the vocabulary [0, {})",
+             o.tokens, tokens[i], i, cfg.vocab_size);
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::vector<float> logits = sequence_logits(tp, tokens, opt);
+  const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  write_npy(o.out, DType::F32, {int64_t(tokens.size()), int64_t(cfg.vocab_size)}, logits.data());
+  log::info("logits: {} tokens ({} mode) on {} in {:.3f} s -> {}", tokens.size(), o.mode, tp.describe(), secs, o.out);
+  return 0;
 }
 
 int run(const LogitsOptions& o) {
@@ -51,6 +75,13 @@ int run(const LogitsOptions& o) {
   GS_CHECK(!tokens.empty(), "{}: no token ids", o.tokens);
   GS_CHECK(o.images.empty() || o.image_pixels.empty(), "--image and --image-pixels cannot be mixed");
   const bool with_images = !o.images.empty() || !o.image_pixels.empty();
+  GS_CHECK(o.tensor_parallel_size == 1 || !with_images, "--image with --tensor-parallel-size is not supported yet");
+  GS_CHECK(o.tensor_parallel_size >= 1, "--tensor-parallel-size must be at least 1 (got {})", o.tensor_parallel_size);
+  SequenceRunOptions opt;
+  opt.mode = mode;
+  opt.chunk = o.chunk;
+  opt.page_size = o.page_size;
+  if (o.tensor_parallel_size > 1) return run_tensor_parallel(o, spec, tokens, opt);
 
   std::unique_ptr<Backend> backend = create_backend(o.backend, backend_options(o.kernel_policy));
   ModelSpec mspec = spec;
@@ -70,11 +101,6 @@ int run(const LogitsOptions& o) {
     GS_CHECK(tokens[i] >= 0 && tokens[i] < cfg.vocab_size, "{}: token id {} at index {} is outside the vocabulary [0, {})",
              o.tokens, tokens[i], i, cfg.vocab_size);
   Gemma4Model model(cfg, std::move(loaded.weights), *backend);
-
-  SequenceRunOptions opt;
-  opt.mode = mode;
-  opt.chunk = o.chunk;
-  opt.page_size = o.page_size;
   const auto t0 = std::chrono::steady_clock::now();
   const std::vector<float> logits = sequence_logits(model, tokens, opt, with_images ? &prompt_images : nullptr);
   const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -110,6 +136,10 @@ GS_REGISTER_COMMAND(logits, "logits", "Compute the logits of a token sequence (.
                                      "Which layers let an image's soft tokens see each other: sliding-in-window "
                                      "(transformers 5.17, the default for use_bidirectional_attention=vision), "
                                      "sliding, all, none");
+                      app.add_option("--tensor-parallel-size,--tp", o->tensor_parallel_size,
+                                     "Split the model over N ranks, one thread each (cpu: N cpu backends; cuda: "
+                                     "cuda:0..N-1 over NCCL); the logits are rank 0's gathered rows")
+                          ->capture_default_str();
                       return [o] { return run(*o); };
                     });
 

@@ -148,6 +148,11 @@ GS_REGISTER_COMMAND(serve, "serve", "Serve a model over an OpenAI-compatible HTT
                       app.add_option("--backend", o->stack.backend, "cpu, cuda or cuda:N (default: cuda when a GPU is "
                                      "visible, else cpu)");
                       add_kernel_policy_option(app, o->stack.kernel_policy);
+                      app.add_option("--tensor-parallel-size,--tp", o->stack.tensor_parallel_size,
+                                     "Split the model over N GPUs of this host (cuda:0..N-1; --backend cpu: N cpu "
+                                     "ranks), one thread each, over NCCL and a peer-memory all-reduce; one endpoint. "
+                                     "N must divide the attention heads and the vocabulary (docs/scale-out.md)")
+                          ->capture_default_str();
                       add_speculative_options(app, o->speculative);
                       app.add_option("--host", o->http.host, "Address to listen on (127.0.0.1: this machine only)")
                           ->capture_default_str();

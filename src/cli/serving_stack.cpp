@@ -46,14 +46,32 @@ ServingStack::~ServingStack() {
 
 std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
   ModelSpec spec{o.model, parse_load_format(o.load_format), o.engine.seed};
+  spec.enable_multimodal = o.engine.enable_multimodal;
   std::unique_ptr<ServingStack> s(new ServingStack());
   const std::string model_arg = spec.label();
 
   s->backend_name_ = !o.backend.empty() ? o.backend : (cuda_available() ? "cuda" : "cpu");
-  s->backend_ = create_backend(s->backend_name_, backend_options(o.kernel_policy));
+  GS_CHECK(o.tensor_parallel_size >= 1, "--tensor-parallel-size must be at least 1 (got {})", o.tensor_parallel_size);
+  const bool tensor_parallel = o.tensor_parallel_size > 1;
+  GS_CHECK(!tensor_parallel || o.speculative_model.empty(),
+           "--speculative-model does not run with --tensor-parallel-size > 1 yet");
+  GS_CHECK(!tensor_parallel || !o.engine.enable_multimodal,
+           "--enable-multimodal does not run with --tensor-parallel-size > 1 yet");
 
   auto t0 = std::chrono::steady_clock::now();
-  LoadedModel loaded = load_model(spec, *s->backend_);
+  LoadedModel loaded;
+  if (tensor_parallel) {
+    // Every rank loads its shard on its own thread and device; the engine drives rank 0, whose
+    // runner runs each step on every rank (runner/model_runner.h).
+    s->tp_ = std::make_shared<TensorParallelModel>(spec, s->backend_name_, o.tensor_parallel_size,
+                                                   backend_options(o.kernel_policy));
+    loaded.config = s->tp_->config();
+    loaded.dir = s->tp_->dir();
+    loaded.generation = s->tp_->generation();
+  } else {
+    s->backend_ = create_backend(s->backend_name_, backend_options(o.kernel_policy));
+    loaded = load_model(spec, *s->backend_);
+  }
   const ModelConfig& cfg = loaded.config;
   const std::string& dir = loaded.dir;
   if (spec.format == LoadFormat::Dummy) {
@@ -98,7 +116,8 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
   if (name.empty()) name = dir.empty() || spec.is_demo() ? model_arg : fs::path(dir).lexically_normal().filename().string();
   if (name.empty()) name = fs::path(dir).lexically_normal().parent_path().filename().string();
 
-  s->model_ = std::make_shared<Gemma4Model>(cfg, std::move(loaded.weights), *s->backend_);
+  if (tensor_parallel) s->model_ = std::shared_ptr<Gemma4Model>(s->tp_, &s->tp_->model(0));
+  else s->model_ = std::make_shared<Gemma4Model>(cfg, std::move(loaded.weights), *s->backend_);
   EngineOptions engine = o.engine;
   if (!o.speculative_model.empty()) {
     // Dummy weights of the assistant from another seed than the target's.
@@ -127,7 +146,7 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
     log::info("image input: on, up to {} images a request, {} soft tokens an image by default",
               o.multimodal.max_images_per_prompt, o.multimodal.default_budget);
   }
-  log::info("backend: {}", s->backend_->name());  // the engine logs its memory plan itself
+  log::info("backend: {}", tensor_parallel ? s->tp_->describe() : s->backend_->name());  // the engine logs its memory plan itself
   s->engine_->start();
   return s;
 }

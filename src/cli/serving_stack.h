@@ -10,6 +10,7 @@
 #include "engine/engine.h"
 #include "model/gemma4_model.h"
 #include "ops/backend.h"
+#include "runner/tensor_parallel_model.h"
 
 namespace gs::cli {
 
@@ -25,6 +26,7 @@ struct StackOptions {
   int num_speculative_tokens = 3;
   double speculative_accept_rate = 0;  // benchmarks only (--speculative-accept-rate)
   std::string speculative_convention = "transformers";
+  int tensor_parallel_size = 1;   // > 1: the model split over that many ranks (docs/scale-out.md)
   EngineOptions engine;
   api::MultimodalOptions multimodal;  // image input; on with engine.enable_multimodal
 };
@@ -44,6 +46,7 @@ class ServingStack {
   ServingStack() = default;
   // Declaration order is teardown order reversed: the engine goes before the model and backend.
   std::unique_ptr<Backend> backend_;
+  std::shared_ptr<TensorParallelModel> tp_;  // with --tensor-parallel-size > 1; model_ is its rank 0
   std::shared_ptr<Gemma4Model> model_;
   std::shared_ptr<Gemma4Drafter> drafter_;
   std::unique_ptr<Engine> engine_;

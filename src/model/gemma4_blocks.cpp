@@ -9,7 +9,7 @@ namespace gs {
 size_t Gemma4Workspace::bytes() const {
   size_t n = 0;
   for (const Tensor* t : {&x, &a, &o, &m, &qkv, &q, &attn, &gate_up, &act, &moe_ids, &moe_w, &ple_proj, &ple,
-                          &ple_gate, &hidden, &logits})
+                          &ple_gate, &hidden, &logits, &logits_shard})
     if (t->defined()) n += t->nbytes();
   return n;
 }
@@ -60,6 +60,7 @@ void attention_block(Backend& be, const ModelConfig& cfg, int layer, const Layer
                  spec.group(), pool, spec.kv_slot, q);
   be.attention(q, batch, spec.group(), pool, spec.kv_slot, p, attn);
   be.matmul(attn, w.o_proj, o);
+  if (ws.tp) ws.tp->all_reduce_sum(o);  // o_proj is row-parallel: each rank holds a partial sum
   finish_block(be, cfg, ws, x, o, w.post_attn_norm, 1.0f, &w.pre_ffn_norm, T);
 }
 
@@ -73,6 +74,7 @@ void ffn_block(Backend& be, const ModelConfig& cfg, int layer, const LayerWeight
   // (a = pre_ffn_norm(x), left by the attention block).
   be.matmul_gelu_mul(a, w.gate_up, gate_up, act);
   be.matmul(act, w.down, o);
+  if (ws.tp && !cfg.moe) ws.tp->all_reduce_sum(o);  // down is row-parallel (MoE layers: below)
 
   if (cfg.moe) {
     // Both branches read the residual stream after the attention add (§2.8).
@@ -82,8 +84,19 @@ void ffn_block(Backend& be, const ModelConfig& cfg, int layer, const LayerWeight
                  cfg.rms_norm_eps, k, ids, weights);
     be.rms_norm(x, &w.pre_ffn_norm_2, cfg.rms_norm_eps, a);
     // o = post_ffn_norm_1(dense) + post_ffn_norm_2(experts)
-    be.moe_experts_sum(a, ids, weights, w.experts_gate_up, w.experts_down, o, w.post_ffn_norm_1, w.post_ffn_norm_2,
-                       cfg.rms_norm_eps, m, o);
+    if (ws.tp) {
+      // Each rank holds partial sums of both branches (a slice of every expert's width): reduce
+      // them before the norms, which need whole rows.
+      be.moe_experts(a, ids, weights, w.experts_gate_up, w.experts_down, m);
+      ws.tp->all_reduce_sum(o);
+      ws.tp->all_reduce_sum(m);
+      be.rms_norm(o, &w.post_ffn_norm_1, cfg.rms_norm_eps, o);
+      be.rms_norm(m, &w.post_ffn_norm_2, cfg.rms_norm_eps, m);
+      be.add(o, m, o);
+    } else {
+      be.moe_experts_sum(a, ids, weights, w.experts_gate_up, w.experts_down, o, w.post_ffn_norm_1,
+                         w.post_ffn_norm_2, cfg.rms_norm_eps, m, o);
+    }
   }
   finish_block(be, cfg, ws, x, o, w.post_ffn_norm, out_scale, next_norm, T);
 }

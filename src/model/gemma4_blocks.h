@@ -5,6 +5,7 @@
 #include "model/model_config.h"
 #include "model/weights.h"
 #include "ops/backend.h"
+#include "parallel/communicator.h"
 
 namespace gs {
 
@@ -28,6 +29,10 @@ struct Gemma4Workspace {
   Tensor ple_gate;  // [T, P]
   Tensor hidden;    // [R, H] final-normed rows whose logits are wanted
   Tensor logits;    // f32 [R, V]
+  Tensor logits_shard;  // f32 [R, V / ranks], this rank's vocabulary slice (tensor parallel only)
+  // Tensor parallelism: sums the partial outputs of the row-parallel projections (o_proj, down,
+  // the experts) over the ranks; null on one device, where no block calls it.
+  Communicator* tp = nullptr;
   size_t bytes() const;
 };
 

@@ -23,10 +23,10 @@ void expect_shape(const Tensor& t, Shape s, const std::string& what) {
 
 // Catches a weights/config mismatch at construction with the tensor's name, rather than as a
 // shape error deep inside an op.
-void validate_weights(const ModelConfig& cfg, const ModelWeights& w) {
+void validate_weights(const ModelConfig& cfg, const ModelWeights& w, int ranks) {
   const int64_t H = cfg.hidden_size, L = cfg.num_layers;
   GS_CHECK(int64_t(w.layers.size()) == L, "model: {} layer weights for {} layers", w.layers.size(), L);
-  expect_shape(w.embed, Shape{cfg.vocab_size, H}, "embed_tokens");
+  expect_shape(w.embed, Shape{cfg.vocab_size / ranks, H}, "embed_tokens");
   expect_shape(w.final_norm, Shape{H}, "norm");
   if (cfg.ple_dim > 0) {
     GS_CHECK(w.ple_table.defined() && w.ple_table.ndim() == 2 && w.ple_table.dim(1) == L * cfg.ple_dim,
@@ -71,12 +71,12 @@ void validate_weights(const ModelConfig& cfg, const ModelWeights& w) {
 
 }  // namespace
 
-Gemma4Model::Gemma4Model(ModelConfig cfg, ModelWeights weights, Backend& backend)
-    : cfg_(std::move(cfg)), w_(std::move(weights)), be_(backend) {
+Gemma4Model::Gemma4Model(ModelConfig cfg, ModelWeights weights, Backend& backend, Communicator* tp)
+    : cfg_(std::move(cfg)), w_(std::move(weights)), be_(backend), tp_(tp && tp->size() > 1 ? tp : nullptr) {
   GS_CHECK(!cfg_.is_assistant, "model: {} is an MTP assistant, not a decoder to run on its own", cfg_.architecture);
   GS_CHECK(int(cfg_.layers.size()) == cfg_.num_layers, "model: config lists {} layer specs for {} layers",
            cfg_.layers.size(), cfg_.num_layers);
-  validate_weights(cfg_, w_);
+  validate_weights(cfg_, w_, tp_ ? tp_->size() : 1);
   if (w_.vision) tower_ = std::make_unique<VisionTower>(cfg_, w_.vision, be_);
 }
 
@@ -150,6 +150,11 @@ void Gemma4Model::reserve(int max_tokens, int max_logit_rows) {
     ws->image_rows = be_.empty(DType::I32, Shape{T});
     tower_->reserve(vision_patches_for(max_tokens), max_tokens);
   }
+  if (tp_) {
+    ws->tp = tp_;
+    ws->logits_shard = be_.empty(DType::F32, Shape{max_logit_rows, cfg_.vocab_size / tp_->size()});
+    tp_->reserve(ws->logits.nbytes());
+  }
   ws_ = std::move(ws);
 }
 
@@ -170,7 +175,14 @@ ForwardOutput Gemma4Model::forward(const Tensor& ids, const AttentionBatch& batc
 
   // x0 = E[ids] · sqrt(H), the scale rounded to the activation dtype as the reference does (§2.2).
   Tensor x = rows_of(ws.x, T, H);
-  be_.embedding(w_.embed, ids, round_to(be_.activation_dtype(), cfg_.embed_scale()), x);
+  const float embed_scale = round_to(be_.activation_dtype(), cfg_.embed_scale());
+  if (tp_) {
+    // Vocabulary-parallel: each rank fills the rows of its ids, the others are zero.
+    be_.embedding_rows(w_.embed, ids, int64_t(tp_->rank()) * w_.embed.dim(0), embed_scale, x);
+    tp_->all_reduce_sum(x);
+  } else {
+    be_.embedding(w_.embed, ids, embed_scale, x);
+  }
   if (images && !images->empty()) merge_images(*images, x, T);
   // PLE: the identity part from the ids (the pad id at placeholders), the context part from the
   // merged embeddings (§4.4 step 3).
@@ -199,8 +211,12 @@ ForwardOutput Gemma4Model::forward(const Tensor& ids, const AttentionBatch& batc
   if (R == 0) return out;
   be_.gather_rows(x, logit_rows, out.hidden);
   be_.rms_norm(out.hidden, &w_.final_norm, cfg_.rms_norm_eps, out.hidden);
-  be_.matmul(out.hidden, w_.embed, out.logits);  // tied LM head, unscaled
-  if (cfg_.final_logit_softcap > 0.f) be_.softcap(out.logits, cfg_.final_logit_softcap);
+  // Tied LM head, unscaled. Tensor parallel: this rank's vocabulary slice, soft-capped (elementwise)
+  // and gathered into full rows on every rank.
+  const Tensor head = tp_ ? rows_of(ws.logits_shard, R, w_.embed.dim(0)) : out.logits;
+  be_.matmul(out.hidden, w_.embed, head);
+  if (cfg_.final_logit_softcap > 0.f) be_.softcap(head, cfg_.final_logit_softcap);
+  if (tp_) tp_->all_gather_cols(head, out.logits);
   return out;
 }
 

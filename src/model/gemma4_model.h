@@ -10,6 +10,8 @@
 #include "model/vision_tower.h"
 #include "model/weights.h"
 #include "ops/backend.h"
+#include "model/rank_group.h"
+#include "parallel/communicator.h"
 #include "vision/prepared_image.h"
 
 namespace gs {
@@ -29,11 +31,19 @@ struct StepImages {
 
 class Gemma4Model {
  public:
-  Gemma4Model(ModelConfig cfg, ModelWeights weights, Backend& backend);
+  // With a communicator of size N > 1 the model is one rank of a tensor-parallel group: cfg is
+  // shard_config(full, N) and weights that rank's shard (model/tensor_parallel.h). The
+  // communicator outlives the model.
+  Gemma4Model(ModelConfig cfg, ModelWeights weights, Backend& backend, Communicator* tp = nullptr);
 
   const ModelConfig& config() const { return cfg_; }
   const ModelWeights& weights() const { return w_; }
   Backend& backend() { return be_; }
+  Communicator* tensor_parallel() const { return tp_; }
+  // Rank 0 of a tensor-parallel model knows its group, so that the engine's runner, handed rank 0,
+  // runs every step on every rank (runner/model_runner.h); null otherwise.
+  RankGroup* rank_group() const { return group_; }
+  void set_rank_group(RankGroup* group) { group_ = group; }
 
   // Sizes the activation workspace for up to max_tokens rows per step and max_logit_rows
   // logits rows (and, with a vision tower, the tower's for the images of such a step). Called once
@@ -64,6 +74,8 @@ class Gemma4Model {
   ModelConfig cfg_;
   ModelWeights w_;
   Backend& be_;
+  Communicator* tp_ = nullptr;  // null on one device
+  RankGroup* group_ = nullptr;
   std::shared_ptr<Workspace> ws_;
   std::unique_ptr<VisionTower> tower_;
 };

@@ -58,6 +58,8 @@ ModelConfig resolve_model_config(const ModelSpec& spec, std::string* dir) {
   return resolve_dummy_config(d);  // a directory: its config.json
 }
 
+GenerationConfig dummy_model_generation_config(const ModelSpec& spec) { return dummy_generation_config(spec.label()); }
+
 LoadedModel load_model(const ModelSpec& spec, Backend& backend) {
   LoadedModel m;
   if (spec.format == LoadFormat::Dummy) {

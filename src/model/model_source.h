@@ -47,5 +47,8 @@ std::string model_location(const ModelSpec& spec);
 ModelConfig resolve_model_config(const ModelSpec& spec, std::string* dir = nullptr);
 // The model ready on `backend`: weights read or made, generation defaults, its directory.
 LoadedModel load_model(const ModelSpec& spec, Backend& backend);
+// The generation defaults load_model gives a --load-format dummy model (tensor-parallel ranks load
+// their weights themselves).
+GenerationConfig dummy_model_generation_config(const ModelSpec& spec);
 
 }  // namespace gs

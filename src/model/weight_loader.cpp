@@ -12,6 +12,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "model/tensor_shard.h"
 
 namespace gs {
 
@@ -41,8 +42,7 @@ class Loader {
     if (!is_float(t.dtype))
       throw Error("tensor '{}' in {} has dtype {}, expected a float type (bf16, f16 or f32)", name, *t.file,
                   dtype_name(t.dtype));
-    used_.insert(name);
-    done_ += t.nbytes;
+    if (used_.insert(name).second) done_ += t.nbytes;
     if (progress_) progress_(done_, total_);
     return t;
   }
@@ -58,25 +58,25 @@ class Loader {
 
   Tensor weight(const std::string& name, Shape expect) { return be_.upload_weight(host_view(get(name, expect))); }
 
-  // Rows of several [r_i, cols] tensors stacked into one [sum r_i, cols] weight.
-  Tensor fused(const std::vector<std::pair<std::string, Shape>>& parts) {
-    std::vector<const TensorRef*> refs;
-    int64_t rows = 0, cols = parts[0].second[1];
+  // One weight from slices of checkpoint tensors (tensor parallelism: this rank's rows or columns)
+  // joined along dimension `cat_dim`: q|k|v and gate|up fuse this way at every TP size. Mixed
+  // dtypes meet in f32.
+  Tensor sharded(const std::vector<TensorPart>& parts, int cat_dim = 0) {
+    std::vector<Tensor> pieces;
     bool same = true;
-    for (const auto& [name, shape] : parts) {
-      refs.push_back(&get(name, shape));
-      rows += shape[0];
-      same &= refs.back()->dtype == refs[0]->dtype;
+    for (const TensorPart& p : parts) {
+      pieces.push_back(cut_host(host_view(get(p.name, p.shape)), p.dim, p.start, p.len));
+      same &= pieces.back().dtype == pieces[0].dtype;
     }
-    DType dt = same ? refs[0]->dtype : DType::F32;  // mixed dtypes meet in f32
-    Tensor host = host_tensor(dt, {rows, cols});
-    uint8_t* dst = host.ptr<uint8_t>();
-    for (const TensorRef* r : refs) {
-      if (r->dtype == dt) std::memcpy(dst, r->data, r->nbytes);
-      else convert_to_f32(r->dtype, host_view(*r).data, reinterpret_cast<float*>(dst), size_t(r->numel()));
-      dst += size_t(r->numel()) * dtype_size(dt);
-    }
-    return be_.upload_weight(host);
+    if (pieces.size() == 1) return be_.upload_weight(pieces[0]);
+    if (!same)
+      for (Tensor& t : pieces) {
+        if (t.dtype == DType::F32) continue;
+        Tensor f = host_tensor(DType::F32, t.shape);
+        convert_to_f32(t.dtype, t.data, f.ptr<float>(), size_t(t.numel()));
+        t = f;
+      }
+    return be_.upload_weight(concat_host(pieces, cat_dim));
   }
 
   // The left and right column halves of a [rows, 2·c] weight as two [rows, c] weights.
@@ -150,11 +150,15 @@ class Loader {
   std::set<std::string> used_;
 };
 
-LayerWeights load_layer(Loader& ld, const ModelConfig& c, int i) {
+LayerWeights load_layer(Loader& ld, const ModelConfig& c, int i, TpShard sh) {
   const LayerSpec& s = c.layers[i];
   const std::string p = c.weight_prefix + "layers." + std::to_string(i) + ".";
   const int64_t H = c.hidden_size, d = s.head_dim, qd = int64_t(c.num_q_heads) * d, kvd = int64_t(s.num_kv_heads) * d;
-  const int64_t I = s.intermediate;
+  const int64_t I = s.intermediate, N = sh.size, r = sh.rank;
+  // This rank's slices (the whole tensors at N = 1): q heads and MLP width split evenly, KV heads
+  // split or, when fewer than the ranks, the one this rank's q heads read (tensor_parallel.h).
+  const int64_t qs = qd / N, is = I / N;
+  const int64_t kvs = s.num_kv_heads >= N ? kvd / N : d, kv0 = int64_t(first_kv_head(c, i, sh)) * d;
   LayerWeights w;
   w.input_norm = ld.weight(p + "input_layernorm.weight", {H});
   w.post_attn_norm = ld.weight(p + "post_attention_layernorm.weight", {H});
@@ -162,17 +166,18 @@ LayerWeights load_layer(Loader& ld, const ModelConfig& c, int i) {
   w.post_ffn_norm = ld.weight(p + "post_feedforward_layernorm.weight", {H});
   w.layer_scalar = ld.scalar(p + "layer_scalar");
 
-  std::vector<std::pair<std::string, Shape>> qkv = {{p + "self_attn.q_proj.weight", {qd, H}}};
+  std::vector<TensorPart> qkv = {{p + "self_attn.q_proj.weight", {qd, H}, 0, r * qs, qs}};
   if (s.owns_kv) {
-    qkv.push_back({p + "self_attn.k_proj.weight", {kvd, H}});
-    if (!s.k_eq_v) qkv.push_back({p + "self_attn.v_proj.weight", {kvd, H}});
+    qkv.push_back({p + "self_attn.k_proj.weight", {kvd, H}, 0, kv0, kvs});
+    if (!s.k_eq_v) qkv.push_back({p + "self_attn.v_proj.weight", {kvd, H}, 0, kv0, kvs});
     w.k_norm = ld.weight(p + "self_attn.k_norm.weight", {d});
   }
-  w.qkv = ld.fused(qkv);
+  w.qkv = ld.sharded(qkv);
   w.q_norm = ld.weight(p + "self_attn.q_norm.weight", {d});
-  w.o_proj = ld.weight(p + "self_attn.o_proj.weight", {H, qd});
-  w.gate_up = ld.fused({{p + "mlp.gate_proj.weight", {I, H}}, {p + "mlp.up_proj.weight", {I, H}}});
-  w.down = ld.weight(p + "mlp.down_proj.weight", {H, I});
+  w.o_proj = ld.sharded({{p + "self_attn.o_proj.weight", {H, qd}, 1, r * qs, qs}});
+  w.gate_up = ld.sharded({{p + "mlp.gate_proj.weight", {I, H}, 0, r * is, is},
+                          {p + "mlp.up_proj.weight", {I, H}, 0, r * is, is}});
+  w.down = ld.sharded({{p + "mlp.down_proj.weight", {H, I}, 1, r * is, is}});
 
   if (c.ple_dim) {
     const int64_t P = c.ple_dim;
@@ -181,15 +186,16 @@ LayerWeights load_layer(Loader& ld, const ModelConfig& c, int i) {
     w.ple_post_norm = ld.weight(p + "post_per_layer_input_norm.weight", {H});
   }
   if (c.moe) {
-    const int64_t E = c.num_experts, Im = c.moe_intermediate_size;
+    const int64_t E = c.num_experts, Im = c.moe_intermediate_size, ms = Im / N;
     w.pre_ffn_norm_2 = ld.weight(p + "pre_feedforward_layernorm_2.weight", {H});
     w.post_ffn_norm_1 = ld.weight(p + "post_feedforward_layernorm_1.weight", {H});
     w.post_ffn_norm_2 = ld.weight(p + "post_feedforward_layernorm_2.weight", {H});
     w.router_proj = ld.weight(p + "router.proj.weight", {E, H});
     w.router_scale = ld.weight(p + "router.scale", {H});
     w.per_expert_scale = ld.weight(p + "router.per_expert_scale", {E});
-    w.experts_gate_up = ld.weight(p + "experts.gate_up_proj", {E, 2 * Im, H});
-    w.experts_down = ld.weight(p + "experts.down_proj", {E, H, Im});
+    const std::string gu = p + "experts.gate_up_proj";
+    w.experts_gate_up = ld.sharded({{gu, {E, 2 * Im, H}, 1, r * ms, ms}, {gu, {E, 2 * Im, H}, 1, Im + r * ms, ms}}, 1);
+    w.experts_down = ld.sharded({{p + "experts.down_proj", {E, H, Im}, 2, r * ms, ms}});
   }
   return w;
 }
@@ -276,14 +282,17 @@ LoadProgress stderr_progress_bar(const std::string& label) {
 }
 
 ModelWeights load_weights(const Checkpoint& ckpt, const ModelConfig& cfg, Backend& backend,
-                          const LoadProgress& progress) {
+                          const LoadProgress& progress, TpShard shard) {
+  check_tensor_parallel(cfg, shard.size);
+  GS_CHECK(shard.rank >= 0 && shard.rank < shard.size, "load_weights: rank {} of {}", shard.rank, shard.size);
   LoadProgress bar = progress;
   if (!bar && ckpt.loaded_bytes() > (size_t(1) << 30)) bar = stderr_progress_bar("loading " + ckpt.dir());
   Loader ld(ckpt, cfg, backend, bar);
   const std::string& P = cfg.weight_prefix;
   const int64_t H = cfg.hidden_size, V = cfg.vocab_size;
   ModelWeights w;
-  w.embed = ld.weight(P + "embed_tokens.weight", {V, H});
+  const int64_t Vs = V / shard.size;  // vocabulary-parallel embedding and LM head
+  w.embed = ld.sharded({{P + "embed_tokens.weight", {V, H}, 0, shard.rank * Vs, Vs}});
   w.final_norm = ld.weight(P + "norm.weight", {H});
   if (cfg.ple_dim) {
     const int64_t LP = int64_t(cfg.num_layers) * cfg.ple_dim;
@@ -291,7 +300,7 @@ ModelWeights load_weights(const Checkpoint& ckpt, const ModelConfig& cfg, Backen
     w.ple_model_proj = ld.weight(P + "per_layer_model_projection.weight", {LP, H});
     w.ple_proj_norm = ld.weight(P + "per_layer_projection_norm.weight", {cfg.ple_dim});
   }
-  for (int i = 0; i < cfg.num_layers; ++i) w.layers.push_back(load_layer(ld, cfg, i));
+  for (int i = 0; i < cfg.num_layers; ++i) w.layers.push_back(load_layer(ld, cfg, i, shard));
   if (cfg.is_assistant) {
     const int64_t Ht = cfg.backbone_hidden_size;
     std::tie(w.pre_projection_embed, w.pre_projection_hidden) = ld.column_halves("pre_projection.weight", {H, 2 * Ht});
@@ -305,9 +314,14 @@ ModelWeights load_weights(const Checkpoint& ckpt, const ModelConfig& cfg, Backen
     w.vision = load_vision(ld, cfg);
   if (bar) bar(ld.total_, ld.total_);
   ld.warn_unused();
-  log::info("loaded {} ({} layers{}, {:.2f} GB on {})", ckpt.dir(), cfg.num_layers,
-            w.vision ? fmt::format(", vision tower {:.3f} GB", double(w.vision->bytes()) / 1e9) : std::string(),
-            double(w.bytes()) / 1e9, backend.name());
+  const std::string tower =
+      w.vision ? fmt::format(", vision tower {:.3f} GB", double(w.vision->bytes()) / 1e9) : std::string();
+  if (shard.active())
+    log::info("loaded {} rank {}/{} ({} layers{}, {:.2f} GB on {})", ckpt.dir(), shard.rank, shard.size, cfg.num_layers,
+              tower, double(w.bytes()) / 1e9, backend.name());
+  else
+    log::info("loaded {} ({} layers{}, {:.2f} GB on {})", ckpt.dir(), cfg.num_layers, tower, double(w.bytes()) / 1e9,
+              backend.name());
   return w;
 }
 

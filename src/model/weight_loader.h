@@ -7,6 +7,7 @@
 
 #include "checkpoint/checkpoint.h"
 #include "model/model_config.h"
+#include "model/tensor_parallel.h"
 #include "model/weights.h"
 #include "ops/backend.h"
 
@@ -20,8 +21,9 @@ LoadProgress stderr_progress_bar(const std::string& label);
 
 // Throws gs::Error naming the tensor and file for a missing, misshapen or wrongly typed tensor.
 // K/V projections of KV-shared layers (and of assistant layers) are ignored. Without a progress
-// callback, loads of more than 1 GB draw stderr_progress_bar.
+// callback, loads of more than 1 GB draw stderr_progress_bar. With a TpShard of size > 1 only
+// that rank's slices are read and uploaded (tensor_parallel.h); `cfg` is the full model's config.
 ModelWeights load_weights(const Checkpoint& ckpt, const ModelConfig& cfg, Backend& backend,
-                          const LoadProgress& progress = nullptr);
+                          const LoadProgress& progress = nullptr, TpShard shard = {});
 
 }  // namespace gs

@@ -110,6 +110,10 @@ class Backend {
   virtual void matmul(const Tensor& x, const Tensor& w, const Tensor& out) = 0;
   // out[t] = table[ids[t]] · scale (scale already rounded to the activation dtype by the caller).
   virtual void embedding(const Tensor& table, const Tensor& ids, float scale, const Tensor& out) = 0;
+  // The vocabulary-parallel form (tensor parallelism): table holds the ids [first_id, first_id +
+  // rows); other ids give zero rows, which the ranks' all-reduce fills in.
+  virtual void embedding_rows(const Tensor& table, const Tensor& ids, int64_t first_id, float scale,
+                              const Tensor& out) = 0;
   // out = rms_norm(x) over the last dim, times weight when weight is non-null. out may alias x.
   virtual void rms_norm(const Tensor& x, const Tensor* weight, float eps, const Tensor& out) = 0;
   // residual = (residual + rms_norm(x)·weight) · out_scale, in place. (post-norm + residual add
@@ -282,6 +286,14 @@ class Backend {
   // graph). Only a hint: results never depend on it. The cuda backend uses it to launch one-row
   // steps with programmatic dependent launch (launch_util.h), which pays off only there.
   virtual void set_step_rows(int rows) { (void)rows; }
+
+  // ---- several devices (tensor parallelism, parallel/) ----------------------------------------
+  // The device ordinal (-1: the host) and the native stream ops run on (cudaStream_t; null on cpu),
+  // which a communicator enqueues its collectives on. A rank's thread calls make_current() once so
+  // that its ops go to the backend's device.
+  virtual int device_index() const { return -1; }
+  virtual void* native_stream() { return nullptr; }
+  virtual void make_current() {}
 
   // ---- overlapped steps ---------------------------------------------------------------------
   // The engine enqueues step N+1 before it reads step N's results (runner/model_runner.h). For

@@ -2,18 +2,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <numeric>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "runner/batch_builder.h"
 #include "runner/step_images.h"
 
 namespace gs {
 
 ModelRunner::ModelRunner(Gemma4Model& model, KvCache& cache, int page_size, int max_tokens, int max_logit_rows,
-                         DecodeGraphOptions graphs)
-    : model_(model), be_(model.backend()), cache_(cache), page_size_(page_size), max_tokens_(max_tokens),
-      max_logit_rows_(max_logit_rows) {
+                         DecodeGraphOptions graphs, bool follower)
+    : model_(model), be_(model.backend()), follower_(follower), cache_(cache), page_size_(page_size),
+      max_tokens_(max_tokens), max_logit_rows_(max_logit_rows) {
   ids_ = be_.empty(DType::I32, Shape{max_tokens});
   logit_rows_ = be_.empty(DType::I32, Shape{max_logit_rows});
   out_ids_ = be_.empty(DType::I32, Shape{max_logit_rows});
@@ -30,6 +32,36 @@ ModelRunner::ModelRunner(Gemma4Model& model, KvCache& cache, int page_size, int 
   graphs.max_rows = std::min(max_tokens, max_logit_rows);
   if (graphs.max_batch > 0 && be_.supports_graphs())
     graphs_ = std::make_unique<DecodeGraphs>(model_, cache_, page_size_, graphs);
+  RankGroup* group = follower ? nullptr : model.rank_group();
+  if (!group || group->size() <= 1) return;
+  // Every other rank: its workspace, a cache with the same pages (of its heads), a follower runner,
+  // each made on the rank's own thread (its device).
+  const int n = group->size();
+  rank_caches_.resize(size_t(n - 1));
+  followers_.resize(size_t(n - 1));
+  const int pages[kNumKvGroups] = {cache.pools[0].num_pages, cache.pools[1].num_pages};
+  group->run_on_ranks([&](int r) {
+    if (r == 0) return;
+    Gemma4Model& m = group->rank_model(r);
+    if (m.workspace_bytes() == 0) m.reserve(max_tokens, max_logit_rows);
+    rank_caches_[size_t(r - 1)] = m.backend().allocate_kv_cache(m.config().kv_layout(), page_size, pages);
+    followers_[size_t(r - 1)] = std::make_unique<ModelRunner>(m, rank_caches_[size_t(r - 1)], page_size, max_tokens,
+                                                              max_logit_rows, graphs, true);
+  });
+  group_ = group;
+}
+
+void ModelRunner::on_every_rank(const std::function<void(int rank)>& fn) {
+  try {
+    group_->run_on_ranks(fn);
+  } catch (const std::exception& e) {
+    // The group's communicators are aborted: no later step can run. Stop here, loudly, rather
+    // than fail every request from now on or wait for a rank that is gone.
+    log::error("{}; stopping the process: a tensor-parallel group cannot continue without one of its ranks",
+               e.what());
+    spdlog::default_logger()->flush();
+    std::_Exit(70);
+  }
 }
 
 ModelRunner::~ModelRunner() = default;
@@ -41,10 +73,16 @@ ModelRunner::Counters ModelRunner::counters() const {
 }
 
 bool ModelRunner::can_launch_ahead() const {
+  if (group_) return false;
   return inflight_.size() == 1 && inflight_.back().num_prompt_rows == 0;
 }
 
 void ModelRunner::launch(const std::vector<SequenceStep>& seqs) {
+  if (!group_) return launch_here(seqs);
+  on_every_rank([&](int r) { r == 0 ? launch_here(seqs) : followers_[size_t(r - 1)]->launch_here(seqs); });
+}
+
+void ModelRunner::launch_here(const std::vector<SequenceStep>& seqs) {
   GS_CHECK(inflight_.empty() || can_launch_ahead(),
            "model runner: launch() with {} steps in flight (at most one, without prompt-logprob rows)",
            inflight_.size());
@@ -107,7 +145,7 @@ void ModelRunner::launch(const std::vector<SequenceStep>& seqs) {
     counters_.eager_steps++;
   }
 
-  if (st.num_sampled > 0) enqueue_sampling(st);
+  if (st.num_sampled > 0 && !follower_) enqueue_sampling(st);
   // Every step gets a fence, so collect() always waits for its step: the host never runs more
   // than one step ahead of the device.
   st.fence = be_.record_fence();
@@ -148,6 +186,11 @@ void ModelRunner::enqueue_sampling(Launched& st) {
 }
 
 void ModelRunner::reset() {
+  if (!group_) return reset_here();
+  on_every_rank([&](int r) { r == 0 ? reset_here() : followers_[size_t(r - 1)]->reset_here(); });
+}
+
+void ModelRunner::reset_here() {
   be_.synchronize();
   inflight_.clear();
 }
@@ -171,10 +214,21 @@ void host_row_logprobs(const float* l, int V, int target, int n, float* target_l
 }  // namespace
 
 std::vector<RunnerOutput> ModelRunner::collect() {
+  if (!group_) return collect_here();
+  std::vector<RunnerOutput> out;
+  on_every_rank([&](int r) {
+    if (r == 0) out = collect_here();
+    else followers_[size_t(r - 1)]->collect_here();
+  });
+  return out;
+}
+
+std::vector<RunnerOutput> ModelRunner::collect_here() {
   GS_CHECK(!inflight_.empty(), "model runner: collect() without launch()");
   Launched st = std::move(inflight_.front());
   inflight_.pop_front();
   be_.wait_fence(st.fence);
+  if (follower_) return {};  // rank 0 samples
   const int n = st.num_sampled, top_n = st.top_n;
   const HostResults& h = host_[st.host];
   const int* ids = static_cast<const int*>(h.ids.get());

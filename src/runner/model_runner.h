@@ -16,10 +16,18 @@
 // Decode steps (every sequence brings one token and wants it sampled, no prompt logprobs) replay a
 // CUDA graph when the backend records them and graphs were enabled (runner/decode_graphs.h).
 //
+// Tensor parallelism: when the model is rank 0 of a group (Gemma4Model::rank_group()), the runner
+// also makes a follower runner and a KV cache (same pages) for every other rank, and launch(),
+// collect() and reset() run on every rank's thread. Followers run the forward only (the
+// collectives need every rank); rank 0 samples from its gathered logits. No launch-ahead then (a
+// follower cannot take its input id from rank 0's sampled ids on the device). A rank that fails
+// leaves the group unusable: the runner logs it and ends the process (nothing waits forever).
+//
 // Logit rows: the sampled rows come first (the last row of each chunk that reaches the end of its
 // known tokens), then the prompt-logprob rows; both slices are contiguous in the logits tensor.
 #pragma once
 #include <deque>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -51,7 +59,7 @@ class ModelRunner {
   // max_tokens / max_logit_rows: the step limits the model was reserved for. graphs.max_batch > 0
   // enables decode graphs on backends that support them (capped at the reserved rows).
   ModelRunner(Gemma4Model& model, KvCache& cache, int page_size, int max_tokens, int max_logit_rows,
-              DecodeGraphOptions graphs = {});
+              DecodeGraphOptions graphs = {}, bool follower = false);
   ~ModelRunner();
 
   void launch(const std::vector<SequenceStep>& seqs);
@@ -74,8 +82,18 @@ class ModelRunner {
   Counters counters() const;
 
  private:
+  void launch_here(const std::vector<SequenceStep>& seqs);
+  std::vector<RunnerOutput> collect_here();
+  void reset_here();
+  // Runs fn(rank) on every rank (0: this runner); a failure ends the process (see above).
+  void on_every_rank(const std::function<void(int rank)>& fn);
+
   Gemma4Model& model_;
   Backend& be_;
+  bool follower_ = false;
+  RankGroup* group_ = nullptr;                     // set on rank 0 of a tensor-parallel model
+  std::vector<KvCache> rank_caches_;               // ranks 1..N-1
+  std::vector<std::unique_ptr<ModelRunner>> followers_;
   KvCache& cache_;
   int page_size_, max_tokens_, max_logit_rows_;
   Tensor ids_, logit_rows_, out_ids_, out_logprobs_, top_ids_, top_logprobs_;

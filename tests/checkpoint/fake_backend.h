@@ -56,6 +56,7 @@ class FakeBackend : public Backend {
 
   void matmul(const Tensor&, const Tensor&, const Tensor&) override { throw no_op(); }
   void embedding(const Tensor&, const Tensor&, float, const Tensor&) override { throw no_op(); }
+  void embedding_rows(const Tensor&, const Tensor&, int64_t, float, const Tensor&) override { throw no_op(); }
   void rms_norm(const Tensor&, const Tensor*, float, const Tensor&) override { throw no_op(); }
   void residual_add_norm(const Tensor&, const Tensor&, const Tensor&, float, float) override { throw no_op(); }
   void add(const Tensor&, const Tensor&, const Tensor&) override { throw no_op(); }

@@ -112,6 +112,10 @@ class CpuBackend final : public Backend {
   void embedding(const Tensor& table, const Tensor& ids, float scale, const Tensor& out) override {
     cpu::embedding(pool_, table, ids, scale, out);
   }
+  void embedding_rows(const Tensor& table, const Tensor& ids, int64_t first_id, float scale,
+                      const Tensor& out) override {
+    cpu::embedding_rows(pool_, table, ids, first_id, scale, out);
+  }
   void rms_norm(const Tensor& x, const Tensor* weight, float eps, const Tensor& out) override {
     cpu::rms_norm(pool_, x, weight, eps, out);
   }

@@ -51,6 +51,28 @@ void embedding(ThreadPool& pool, const Tensor& table, const Tensor& ids, float s
   });
 }
 
+void embedding_rows(ThreadPool& pool, const Tensor& table, const Tensor& ids, int64_t first_id, float scale,
+                    const Tensor& out) {
+  check_float("embedding_rows", table, "table");
+  check_i32("embedding_rows", ids, "ids");
+  check_f32("embedding_rows", out, "out");
+  const int64_t V = table.dim(0), H = table.cols(), T = ids.numel();
+  GS_CHECK(out.rows() == T && out.cols() == H, "cpu embedding_rows: out {} must be [{}, {}]", out.str(), T, H);
+  const int* id = ids.ptr<const int>();
+  pool.parallel_for(T, 16, [&](int64_t t0, int64_t t1) {
+    for (int64_t t = t0; t < t1; ++t) {
+      float* o = out.ptr<float>() + t * H;
+      const int64_t row = int64_t(id[t]) - first_id;
+      if (row < 0 || row >= V) {
+        std::fill(o, o + H, 0.f);
+        continue;
+      }
+      load_row(table, row * H, H, o);
+      for (int64_t i = 0; i < H; ++i) o[i] *= scale;
+    }
+  });
+}
+
 void rms_norm(ThreadPool& pool, const Tensor& x, const Tensor* weight, float eps, const Tensor& out) {
   check_f32("rms_norm", x, "x");
   check_f32("rms_norm", out, "out");

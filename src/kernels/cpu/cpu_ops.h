@@ -47,6 +47,9 @@ float* thread_scratch(size_t n, int slot = 0);
 // ---- dense math (cpu_matmul.cpp, cpu_elementwise.cpp) --------------------------------------------
 void matmul(ThreadPool& pool, const Tensor& x, const Tensor& w, const Tensor& out);
 void embedding(ThreadPool& pool, const Tensor& table, const Tensor& ids, float scale, const Tensor& out);
+// Ids in [first_id, first_id + table rows) read table[id - first_id]; the others give zero rows.
+void embedding_rows(ThreadPool& pool, const Tensor& table, const Tensor& ids, int64_t first_id, float scale,
+                    const Tensor& out);
 void rms_norm(ThreadPool& pool, const Tensor& x, const Tensor* weight, float eps, const Tensor& out);
 void residual_add_norm(ThreadPool& pool, const Tensor& residual, const Tensor& x, const Tensor& weight, float eps,
                        float out_scale);

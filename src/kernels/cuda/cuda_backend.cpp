@@ -28,6 +28,7 @@
 #include "kernels/cuda/qkv_prepare.h"
 #include "kernels/cuda/sampling.h"
 #include "kernels/cuda/greedy_head.h"
+#include "kernels/cuda/vision_attention.h"
 #include "kernels/cuda/scatter_ids.h"
 #include "kernels/cuda/vision_ops.h"
 #include "kernels/cuda/scratch_arena.h"
@@ -216,6 +217,13 @@ class CudaBackend final : public Backend {
   void embedding(const Tensor& table, const Tensor& ids, float scale, const Tensor& out) override {
     cuda::launch_embedding(table, ids, scale, out, stream_);
   }
+  void embedding_rows(const Tensor& table, const Tensor& ids, int64_t first_id, float scale,
+                      const Tensor& out) override {
+    cuda::launch_embedding(table, ids, scale, out, stream_, first_id);
+  }
+  int device_index() const override { return device_; }
+  void* native_stream() override { return stream_; }
+  void make_current() override { GS_CUDA_CHECK(cudaSetDevice(device_)); }
   void rms_norm(const Tensor& x, const Tensor* weight, float eps, const Tensor& out) override {
     cuda::launch_rms_norm(x, weight, eps, out, stream_);
   }
@@ -245,7 +253,20 @@ class CudaBackend final : public Backend {
   }
   void softcap(const Tensor& x, float cap) override { cuda::launch_softcap(x, cap, stream_); }
 
-  // ---- vision tower (vision_attention is the bidirectional kernel's, wired separately) --------
+  // ---- vision tower --------------------------------------------------------------------------
+  void vision_attention(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& cu_rows,
+                        const std::vector<int>& h_cu_rows, int heads, int head_dim, const Tensor& out) override {
+    GS_CHECK(q.dtype == DType::BF16 && k.dtype == DType::BF16 && v.dtype == DType::BF16 && out.dtype == DType::BF16,
+             "vision_attention: q {} k {} v {} out {} must be bf16", q.str(), k.str(), v.str(), out.str());
+    GS_CHECK(h_cu_rows.size() >= 1 && cu_rows.dtype == DType::I32 && cu_rows.numel() == int64_t(h_cu_rows.size()),
+             "vision_attention: cu_rows {} for {} host offsets", cu_rows.str(), h_cu_rows.size());
+    const int images = int(h_cu_rows.size()) - 1;
+    int max_rows = 0;
+    for (int i = 0; i < images; ++i) max_rows = std::max(max_rows, h_cu_rows[size_t(i) + 1] - h_cu_rows[size_t(i)]);
+    cuda::vision_attention(q.ptr<const __nv_bfloat16>(), q.cols(), k.ptr<const __nv_bfloat16>(), k.cols(),
+                           v.ptr<const __nv_bfloat16>(), v.cols(), out.ptr<__nv_bfloat16>(),
+                           cu_rows.ptr<const int>(), images, max_rows, heads, head_dim, stream_);
+  }
   void clamp(const Tensor& x, float lo, float hi) override { cuda::launch_clamp(x, lo, hi, stream_); }
   void vision_position_add(const Tensor& x, const Tensor& table, const Tensor& pos_xy) override {
     cuda::launch_vision_position_add(x, table, pos_xy, stream_);

@@ -11,13 +11,14 @@ constexpr int kThreads = 256;
 
 // One item = V consecutive columns of one output row.
 template <typename TW, typename T, int V>
-__global__ void embedding_kernel(const TW* __restrict__ table, int64_t vocab, const int* __restrict__ ids, float scale,
-                                 T* __restrict__ out, int64_t rows, int64_t cols) {
+__global__ void embedding_kernel(const TW* __restrict__ table, int64_t vocab, int64_t first_id,
+                                 const int* __restrict__ ids, float scale, T* __restrict__ out, int64_t rows,
+                                 int64_t cols) {
   pdl_enter();
   int64_t per_row = cols / V, n = rows * per_row;
   for (int64_t it = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; it < n; it += int64_t(gridDim.x) * blockDim.x) {
     int64_t r = it / per_row, c = (it % per_row) * V;
-    int id = ids[r];
+    int64_t id = ids[r] - first_id;
     float v[V];
     if (id < 0 || id >= vocab) {
 #pragma unroll
@@ -90,7 +91,8 @@ __global__ void ple_kernel(const T* __restrict__ proj, const TW* __restrict__ ta
 
 }  // namespace
 
-void launch_embedding(const Tensor& table, const Tensor& ids, float scale, const Tensor& out, cudaStream_t stream) {
+void launch_embedding(const Tensor& table, const Tensor& ids, float scale, const Tensor& out, cudaStream_t stream,
+                      int64_t first_id) {
   check_cuda_tensor(table, "embedding", "table");
   check_cuda_tensor(ids, "embedding", "ids");
   check_cuda_tensor(out, "embedding", "out");
@@ -107,10 +109,10 @@ void launch_embedding(const Tensor& table, const Tensor& ids, float scale, const
       bool vec = cols % V == 0 && aligned16(table.data) && aligned16(out.data);
       if (vec)
         launch_pdl("embedding_kernel", embedding_kernel<TW, T, V>, grid_for(rows * cols / V, kThreads), kThreads, 0,
-                   stream, table.ptr<TW>(), table.rows(), ids.ptr<int>(), scale, out.ptr<T>(), rows, cols);
+                   stream, table.ptr<TW>(), table.rows(), first_id, ids.ptr<int>(), scale, out.ptr<T>(), rows, cols);
       else
         launch_pdl("embedding_kernel", embedding_kernel<TW, T, 1>, grid_for(rows * cols, kThreads), kThreads, 0, stream,
-                   table.ptr<TW>(), table.rows(), ids.ptr<int>(), scale, out.ptr<T>(), rows, cols);
+                   table.ptr<TW>(), table.rows(), first_id, ids.ptr<int>(), scale, out.ptr<T>(), rows, cols);
       GS_CUDA_LAUNCHED("embedding");
     });
   });

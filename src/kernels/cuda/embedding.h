@@ -8,8 +8,9 @@
 
 namespace gs::cuda {
 
-// out[t] = round(table[ids[t]] · scale)
-void launch_embedding(const Tensor& table, const Tensor& ids, float scale, const Tensor& out, cudaStream_t stream);
+// out[t] = round(table[ids[t] - first_id] · scale); first_id > 0 for a rank's vocabulary shard.
+void launch_embedding(const Tensor& table, const Tensor& ids, float scale, const Tensor& out, cudaStream_t stream,
+                      int64_t first_id = 0);
 
 // out[l,t] = (rms_norm(round(proj[t,l]·proj_scale))·norm_w + round(table[ids[t],l]·table_scale))·combine_scale,
 // see Backend::per_layer_inputs; proj [T, L·P], table [V, L·P], out [L, T, P].

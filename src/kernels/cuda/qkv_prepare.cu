@@ -140,11 +140,15 @@ const float* inv_freq_table(const RopeSpec& rope, cudaStream_t stream) {
   t.host.resize(size_t(rope.rotary_pairs));
   for (int i = 0; i < rope.rotary_pairs; ++i) t.host[size_t(i)] = rope_inv_freq(rope, i);
   GS_CUDA_CHECK(cudaMalloc(&t.device, t.host.size() * sizeof(float)));
-  GS_CUDA_CHECK(
-      cudaMemcpyAsync(t.device, t.host.data(), t.host.size() * sizeof(float), cudaMemcpyHostToDevice, stream));
-  // Once per spec: the kernels read the table before their PDL wait, which orders them after the
-  // previous kernel but not necessarily after a copy.
-  GS_CUDA_CHECK(cudaStreamSynchronize(stream));
+  // Once per spec, a blocking copy: the kernels read the table before their PDL wait, which orders
+  // them after the previous kernel but not necessarily after a copy. Not a copy on `stream` and a
+  // synchronize: under this process-wide lock that waits for the stream's queued work, and with
+  // tensor parallelism that work can be a collective waiting for another rank whose thread is
+  // blocked on this very lock (a deadlock seen on 2 GPUs).
+  GS_CUDA_CHECK(cudaMemcpy(t.device, t.host.data(), t.host.size() * sizeof(float), cudaMemcpyHostToDevice));
+  // From pageable memory the DMA may still be in flight: wait for the legacy stream only, which
+  // non-blocking streams (ours) never join.
+  GS_CUDA_CHECK(cudaStreamSynchronize(cudaStreamLegacy));
   return tables.emplace(key, std::move(t)).first->second.device;
 }
 

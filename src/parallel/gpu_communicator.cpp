@@ -1,0 +1,147 @@
+#if GEMMASERVE_HAVE_CUDA  // communicators.cpp stands in without CUDA
+#include "parallel/gpu_communicator.h"
+
+#include <nccl.h>
+
+#include <atomic>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "kernels/cuda/cuda_check.h"
+#include "parallel/custom_all_reduce.h"
+
+namespace gs {
+namespace {
+
+ncclDataType_t nccl_type(DType t, int rank) {
+  switch (t) {
+    case DType::BF16: return ncclBfloat16;
+    case DType::F16: return ncclFloat16;
+    case DType::F32: return ncclFloat32;
+    case DType::I32: return ncclInt32;
+    default: throw Error("rank {}: no NCCL type for {}", rank, dtype_name(t));
+  }
+}
+
+class NcclCommunicator final : public Communicator {
+ public:
+  NcclCommunicator(ncclComm_t comm, int rank, int size, Backend& be, std::unique_ptr<cuda::CustomAllReduce> custom,
+                   size_t threshold)
+      : comm_(comm), rank_(rank), size_(size), be_(be), stream_(static_cast<cudaStream_t>(be.native_stream())),
+        custom_(std::move(custom)), threshold_(threshold) {
+    token_ = be_.empty(DType::F32, Shape{4});
+  }
+  ~NcclCommunicator() override {
+    if (!aborted_.load()) ncclCommDestroy(comm_);
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string name() const override { return custom_ ? "nccl+custom" : "nccl"; }
+
+  void all_reduce_sum(const Tensor& x) override {
+    if (custom_ && x.nbytes() <= threshold_ && custom_->fits(x)) {
+      custom_->all_reduce_sum(x, stream_);
+      return;
+    }
+    check("ncclAllReduce", ncclAllReduce(x.data, x.data, size_t(x.numel()), nccl_type(x.dtype, rank_), ncclSum, comm_,
+                                         stream_));
+  }
+
+  void all_gather_rows(const Tensor& shard, const Tensor& out) override {
+    GS_CHECK(out.numel() == shard.numel() * size_ && out.dtype == shard.dtype,
+             "rank {}: all_gather_rows: out {} must hold {} shards {}", rank_, out.str(), size_, shard.str());
+    check("ncclAllGather",
+          ncclAllGather(shard.data, out.data, size_t(shard.numel()), nccl_type(shard.dtype, rank_), comm_, stream_));
+  }
+
+  void all_gather_cols(const Tensor& shard, const Tensor& out) override {
+    const int64_t R = shard.rows(), C = shard.cols();
+    GS_CHECK(out.rows() == R && out.cols() == C * size_ && out.dtype == shard.dtype,
+             "rank {}: all_gather_cols: out {} must be [{}, {}]", rank_, out.str(), R, C * size_);
+    // NCCL gathers whole buffers end to end ([size, R, C]); strided copies put each rank's
+    // block of columns in place.
+    GS_CHECK(scratch_.defined() && scratch_.nbytes() >= out.nbytes(),
+             "rank {}: all_gather_cols of {} bytes, {} reserved (Communicator::reserve)", rank_, out.nbytes(),
+             scratch_.defined() ? scratch_.nbytes() : 0);
+    check("ncclAllGather",
+          ncclAllGather(shard.data, scratch_.data, size_t(shard.numel()), nccl_type(shard.dtype, rank_), comm_, stream_));
+    const size_t es = dtype_size(shard.dtype), row = size_t(C) * es;
+    for (int r = 0; r < size_; ++r)
+      GS_CUDA_CHECK(cudaMemcpy2DAsync(out.ptr<char>() + size_t(r) * row, row * size_t(size_),
+                                      scratch_.ptr<char>() + size_t(r) * shard.nbytes(), row, row, size_t(R),
+                                      cudaMemcpyDeviceToDevice, stream_));
+  }
+
+  void barrier() override {
+    check("ncclAllReduce (barrier)", ncclAllReduce(token_.data, token_.data, 1, ncclFloat32, ncclSum, comm_, stream_));
+    be_.synchronize();
+  }
+
+  void reserve(size_t bytes) override {
+    if (scratch_.defined() && scratch_.nbytes() >= bytes) return;
+    scratch_ = be_.empty(DType::U8, Shape{int64_t(bytes)});
+  }
+
+  void abort() override {
+    bool expected = false;
+    if (aborted_.compare_exchange_strong(expected, true)) ncclCommAbort(comm_);
+  }
+
+ private:
+  void check(const char* what, ncclResult_t r) {
+    if (r == ncclSuccess || r == ncclInProgress) return;
+    throw Error("rank {} (cuda:{}): {} failed: {} ({})", rank_, be_.device_index(), what, ncclGetErrorString(r),
+                aborted_.load() ? "the group was aborted after another rank failed" : ncclGetLastError(comm_));
+  }
+
+  ncclComm_t comm_;
+  int rank_, size_;
+  Backend& be_;
+  cudaStream_t stream_;
+  std::unique_ptr<cuda::CustomAllReduce> custom_;
+  size_t threshold_;
+  Tensor scratch_, token_;
+  std::atomic<bool> aborted_{false};
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Communicator>> make_gpu_communicators(const std::vector<Backend*>& ranks,
+                                                                  const GpuCollectiveOptions& opt) {
+  const int n = int(ranks.size());
+  GS_CHECK(n >= 1, "gpu communicators: no ranks");
+  std::vector<int> devices;
+  for (int r = 0; r < n; ++r) {
+    GS_CHECK(ranks[size_t(r)]->device() == Device::CUDA && ranks[size_t(r)]->native_stream(),
+             "rank {}: backend {} is not a cuda backend", r, ranks[size_t(r)]->name());
+    devices.push_back(ranks[size_t(r)]->device_index());
+    for (int q = 0; q < r; ++q)
+      GS_CHECK(devices[size_t(q)] != devices.back(), "ranks {} and {} are both on cuda:{}", q, r, devices.back());
+  }
+  std::vector<ncclComm_t> comms(static_cast<size_t>(n));
+  const ncclResult_t res = ncclCommInitAll(comms.data(), n, devices.data());
+  if (res != ncclSuccess)
+    throw Error("NCCL: creating communicators for {} GPUs failed: {} ({})", n, ncclGetErrorString(res),
+                ncclGetLastError(nullptr));
+  std::vector<std::unique_ptr<cuda::CustomAllReduce>> custom;
+  if (opt.custom_all_reduce && n > 1) {
+    std::string why;
+    custom = cuda::CustomAllReduce::create(devices, opt.custom_max_bytes, &why);
+    if (custom.empty()) log::warn("custom all-reduce off ({}): every all-reduce goes through NCCL", why);
+  }
+  std::vector<std::unique_ptr<Communicator>> out;
+  for (int r = 0; r < n; ++r)
+    out.push_back(std::make_unique<NcclCommunicator>(comms[size_t(r)], r, n, *ranks[size_t(r)],
+                                                     custom.empty() ? nullptr : std::move(custom[size_t(r)]),
+                                                     std::min(opt.custom_threshold_bytes, opt.custom_max_bytes)));
+  int version = 0;
+  ncclGetVersion(&version);
+  log::info("tensor parallel: NCCL {} over {} GPUs, custom all-reduce {}", version, n,
+            custom.empty() ? "off" : fmt::format("up to {} KB", std::min(opt.custom_threshold_bytes,
+                                                                        opt.custom_max_bytes) >> 10));
+  return out;
+}
+
+}  // namespace gs
+#endif  // GEMMASERVE_HAVE_CUDA

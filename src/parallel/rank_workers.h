@@ -1,0 +1,44 @@
+// One thread per tensor-parallel rank, kept for the life of the model (docs/scale-out.md: one
+// process drives every GPU). run(fn) calls fn(rank) on every rank's thread at once and returns when
+// all are done. When a rank throws, the group's communicators are aborted so that the other ranks,
+// blocked in a collective, fail too instead of waiting forever; run() then throws the first
+// failure, naming its rank.
+#pragma once
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "parallel/communicator.h"
+
+namespace gs {
+
+class RankWorkers {
+ public:
+  // on_abort: called once when a rank fails (abort every rank's communicator).
+  RankWorkers(int size, std::function<void()> on_abort);
+  ~RankWorkers();
+  RankWorkers(const RankWorkers&) = delete;
+  RankWorkers& operator=(const RankWorkers&) = delete;
+
+  int size() const { return int(threads_.size()); }
+  // Runs fn(rank) on every rank's thread; one run at a time. After a failure every later run
+  // throws the same error: a group with an aborted communicator cannot continue.
+  void run(const std::function<void(int rank)>& fn);
+
+ private:
+  void loop(int rank);
+
+  std::vector<std::thread> threads_;
+  std::function<void()> on_abort_;
+  std::mutex mu_;
+  std::condition_variable start_cv_, done_cv_;
+  const std::function<void(int)>* job_ = nullptr;
+  uint64_t job_id_ = 0;
+  int pending_ = 0;
+  bool stop_ = false;
+  std::string failure_text_;
+};
+
+}  // namespace gs
