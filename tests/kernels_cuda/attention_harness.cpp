@@ -168,7 +168,7 @@ AttnResult run_attention_case(const AttnCase& c, std::mt19937_64& rng) {
 
   AttentionParams p;
   p.num_q_heads = nq, p.num_kv_heads = nkv, p.head_dim = d, p.sliding_window = c.window;
-  p.mm_bidirectional = c.mm_bidirectional, p.scale = c.scale;
+  p.mm_bidirectional = c.mm_bidirectional, p.mm_block_in_window = c.mm_in_window, p.scale = c.scale;
   cudaStream_t stream = nullptr;
   check(cudaStreamCreate(&stream), "cudaStreamCreate");
   const auto forced = cuda::attn::TileKernel(c.force_kernel);
@@ -229,7 +229,8 @@ AttnResult run_attention_case(const AttnCase& c, std::mt19937_64& rng) {
       double mx = -INFINITY;
       for (int key = 0; key < sq.kv_len; ++key) {
         const bool causal_ok = key <= qp && (c.window == 0 || qp - key < c.window);
-        const bool vision_ok = qb >= 0 && key >= first_new && mm_block[sq.q0 + key - first_new] == qb;
+        const bool vision_ok = qb >= 0 && key >= first_new && mm_block[sq.q0 + key - first_new] == qb &&
+                               (!c.mm_in_window || c.window == 0 || qp - key < c.window);
         if (!causal_ok && !vision_ok) continue;
         const float* kv = &k_ref[s][(size_t(key) * nkv + kvh) * d];
         if (std::isnan(kv[0])) throw std::logic_error("test case frees a page that a row can see");

@@ -32,6 +32,7 @@ struct AttnCase {
   int window = 0;                 // 0: causal
   int page_size = 16;
   bool mm_bidirectional = false;
+  bool mm_in_window = false;      // the overlay adds only keys the window admits (transformers 5.17)
   float scale = 1.f;
   float q_amp = 0.5f;             // q ~ U(-q_amp, q_amp), k, v ~ U(-1, 1)
   bool free_below_window = false; // page-table entries of pages wholly below every row's window -> -1

@@ -198,6 +198,8 @@ TEST_F(Attention, EveryTileKernelOnEveryShape) {
     };
     cases[1].free_below_window = true;
     cases[4].mm_bidirectional = true;
+    cases.push_back(cases[4]);
+    cases.back().mm_in_window = true;  // transformers 5.17's overlay: the window still bounds the past
     for (size_t i = 0; i < cases.size(); ++i) {
       cases[i].force_kernel = k;
       expect_exact(cases[i], std::string(info.name) + ", case " + std::to_string(i));
@@ -369,6 +371,9 @@ TEST_F(Attention, WgmmaKernelsApplyTheVisionOverlay) {
         expect_exact(c, what);
         c.use_workspace = false;
         expect_exact(c, what + " unsplit");
+        c.use_workspace = true;
+        c.mm_in_window = true;  // transformers 5.17: an image's earlier keys only inside the window
+        expect_exact(c, what + ", overlay inside the window");
       }
     // An image alone (every row of the chunk in one block) and a page size that cuts key tiles.
     AttnCase one = make(hd, 4, 1, 128, 48, {image(SeqCase(0, 280), 0, 280, 0)});

@@ -211,7 +211,8 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_decode_kernel(const 
       for (int w = 0; w < NW; ++w) x += sS[(w * BM + row) * C::kSStride + sm_key];
       x *= a.scale_log2;
       const bool causal_ok = key <= sm_pos[i] && (a.window == 0 || sm_pos[i] - key < a.window);
-      const bool vision_ok = sm_blk[i] >= 0 && sKeyBlk[stage * BN + sm_key] == sm_blk[i];
+      const bool vision_ok = sm_blk[i] >= 0 && sKeyBlk[stage * BN + sm_key] == sm_blk[i] &&
+                             (!a.mm_in_window || a.window == 0 || sm_pos[i] - key < a.window);
       if (!(key < cta.kv_len && (causal_ok || vision_ok))) x = -INFINITY;
       float mx = x;
 #pragma unroll

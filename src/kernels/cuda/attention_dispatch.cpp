@@ -218,6 +218,7 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
   a.q_start = batch.q_start.ptr<const int>();
   a.kv_len = batch.kv_len.ptr<const int>();
   a.mm_block = p.mm_bidirectional ? batch.mm_block.ptr<const int>() : nullptr;
+  a.mm_in_window = p.mm_block_in_window;
   a.page_table = batch.page_table[int(group)].ptr<const int>();
   a.max_pages = batch.max_pages[int(group)];
   a.page_size = pool.page_size;

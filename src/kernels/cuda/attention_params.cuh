@@ -25,6 +25,7 @@ struct TileArgs {
   const int* q_start = nullptr;      // [S+1]
   const int* kv_len = nullptr;       // [S]
   const int* mm_block = nullptr;     // [T]; null when the vision overlay is off
+  bool mm_in_window = false;         // the overlay only adds keys the sliding window admits (transformers 5.17)
   const int* page_table = nullptr;   // [S, max_pages]
   int max_pages = 0;
   int page_size = 0;

@@ -189,7 +189,8 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const Ti
           const int kl = wn * C::kKeysPerWarp + j * 8 + (lane & 3) * 2 + (e & 1);
           const int key = k0 + kl;
           const bool causal_ok = key <= qpos[h] && (a.window == 0 || qpos[h] - key < a.window);
-          const bool vision_ok = qblk[h] >= 0 && sKeyBlk[stage * BN + kl] == qblk[h];
+          const bool vision_ok = qblk[h] >= 0 && sKeyBlk[stage * BN + kl] == qblk[h] &&
+                                 (!a.mm_in_window || a.window == 0 || qpos[h] - key < a.window);
           if (!(key < cta.kv_len && (causal_ok || vision_ok))) x = -INFINITY;
         }
         s[j][e] = x;

@@ -113,6 +113,7 @@ struct TileRows {
   const int* mm = nullptr;
   int first_new_key = 0;
   int qblk[2] = {-1, -1};
+  bool mm_in_window = false;  // an image's earlier keys only inside the window (transformers 5.17)
 };
 
 // The overlay fields of `r` for a thread whose rows are packed rows pr and pr + 8 of a sequence
@@ -124,6 +125,7 @@ __device__ __forceinline__ void set_overlay(TileRows& r, const TileArgs& a, int 
 #pragma unroll
   for (int h = 0; h < 2; ++h) r.qblk[h] = pr + 8 * h < rows ? a.mm_block[q0 + (pr + 8 * h) / a.group] : -1;
   if (__any_sync(0xffffffffu, r.qblk[0] >= 0 || r.qblk[1] >= 0)) r.mm = a.mm_block + q0, r.first_new_key = first_new_key;
+  r.mm_in_window = a.mm_in_window;
 }
 
 // Scale (log2 domain), mask on boundary tiles, online softmax: the unnormalised probabilities of
@@ -146,7 +148,8 @@ __device__ __forceinline__ void softmax_tile(float (&sc)[BN / 2], int k0, const 
       bool ok = key < r.kv_len && key <= r.qpos[h] && (r.window == 0 || r.qpos[h] - key < r.window);
       if constexpr (OV)
         if (r.mm != nullptr && !ok && r.qblk[h] >= 0 && key >= r.first_new_key && key < r.kv_len)
-          ok = r.mm[key - r.first_new_key] == r.qblk[h];
+          ok = r.mm[key - r.first_new_key] == r.qblk[h] &&
+               (!r.mm_in_window || r.window == 0 || r.qpos[h] - key < r.window);
       if (!ok) sc[i] = -INFINITY;
     }
   }
