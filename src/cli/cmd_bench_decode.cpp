@@ -45,6 +45,7 @@ struct BenchDecodeOptions {
   double hbm_tb_s = 4.29;  // engine-design.md: H200 copy bandwidth (read + write), PyTorch
   std::string json_out;
   int tensor_parallel_size = 1;
+  bool disable_custom_all_reduce = false;
   // Each sequence's sampling (as in a request); the default, temperature 0, is greedy.
   float temperature = 0.f, top_p = 1.f;
   int top_k = 0;
@@ -248,8 +249,10 @@ int run_single(const BenchDecodeOptions& o, const std::vector<int>& batches) {
 // logits. Rank 0's timing is reported; the floor counts rank 0's shard of the weights and KV.
 int run_tensor_parallel(const BenchDecodeOptions& o, const std::vector<int>& batches) {
   const auto t_load = std::chrono::steady_clock::now();
+  GpuCollectiveOptions collectives;
+  collectives.custom_all_reduce = !o.disable_custom_all_reduce;
   TensorParallelModel tp(ModelSpec{o.model, parse_load_format(o.load_format)}, o.backend, o.tensor_parallel_size,
-                         backend_options(o.kernel_policy));
+                         backend_options(o.kernel_policy), collectives);
   const int max_batch = *std::max_element(batches.begin(), batches.end());
   tp.run([&](int r) { tp.model(r).reserve(max_batch, max_batch); });
   log::info("bench-decode: {} on {} ready in {:.1f} s", o.model, tp.describe(),
@@ -330,6 +333,9 @@ GS_REGISTER_COMMAND(bench_decode, "bench-decode",
                       app.add_option("--tensor-parallel-size,--tp", o->tensor_parallel_size,
                                      "Split the model over N GPUs (cuda:0..N-1, one thread each; --backend cuda)")
                           ->capture_default_str();
+                      app.add_flag("--disable-custom-all-reduce", o->disable_custom_all_reduce,
+                                   "With --tensor-parallel-size > 1: every all-reduce through NCCL (vLLM's flag), "
+                                   "instead of the peer-memory one-shot all-reduce for small messages");
                       app.add_option("--temperature", o->temperature,
                                      "Sampling temperature of every sequence (0: greedy)")
                           ->capture_default_str();

@@ -38,6 +38,7 @@ struct LogitsOptions {
   std::vector<std::string> image_pixels;  // --image-pixels: preprocessed pixels (.npy + .json)
   std::string mm_overlay;                 // --mm-overlay: "" keeps the config's
   int tensor_parallel_size = 1;
+  bool disable_custom_all_reduce = false;
 };
 
 // An encoded image file made ready for the tower: the request path's decoder and preprocessing, at
@@ -54,7 +55,9 @@ PreparedImagePtr prepare_image_file(const std::string& path, const ModelConfig& 
 // The same computation split over N ranks (runner/tensor_parallel_model.h); rank 0's logits.
 int run_tensor_parallel(const LogitsOptions& o, const ModelSpec& spec, const std::vector<int>& tokens,
                         const SequenceRunOptions& opt) {
-  TensorParallelModel tp(spec, o.backend, o.tensor_parallel_size, backend_options(o.kernel_policy));
+  GpuCollectiveOptions collectives;
+  collectives.custom_all_reduce = !o.disable_custom_all_reduce;
+  TensorParallelModel tp(spec, o.backend, o.tensor_parallel_size, backend_options(o.kernel_policy), collectives);
   const ModelConfig& cfg = tp.config();
   for (size_t i = 0; i < tokens.size(); ++i)
     GS_CHECK(tokens[i] >= 0 && tokens[i] < cfg.vocab_size, "{}: token id {} at index {} is outside the vocabulary [0, {})",
@@ -140,6 +143,9 @@ GS_REGISTER_COMMAND(logits, "logits", "Compute the logits of a token sequence (.
                                      "Split the model over N ranks, one thread each (cpu: N cpu backends; cuda: "
                                      "cuda:0..N-1 over NCCL); the logits are rank 0's gathered rows")
                           ->capture_default_str();
+                      app.add_flag("--disable-custom-all-reduce", o->disable_custom_all_reduce,
+                                   "With --tensor-parallel-size > 1: every all-reduce through NCCL (vLLM's flag), "
+                                   "instead of the peer-memory one-shot all-reduce for small messages");
                       return [o] { return run(*o); };
                     });
 

@@ -153,6 +153,9 @@ GS_REGISTER_COMMAND(serve, "serve", "Serve a model over an OpenAI-compatible HTT
                                      "ranks), one thread each, over NCCL and a peer-memory all-reduce; one endpoint. "
                                      "N must divide the attention heads and the vocabulary (docs/scale-out.md)")
                           ->capture_default_str();
+                      app.add_flag("--disable-custom-all-reduce", o->stack.disable_custom_all_reduce,
+                                   "With --tensor-parallel-size > 1: every all-reduce through NCCL (vLLM's flag), "
+                                   "instead of the peer-memory one-shot all-reduce for small messages");
                       add_speculative_options(app, o->speculative);
                       app.add_option("--host", o->http.host, "Address to listen on (127.0.0.1: this machine only)")
                           ->capture_default_str();

@@ -63,8 +63,10 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
   if (tensor_parallel) {
     // Every rank loads its shard on its own thread and device; the engine drives rank 0, whose
     // runner runs each step on every rank (runner/model_runner.h).
+    GpuCollectiveOptions collectives;
+    collectives.custom_all_reduce = !o.disable_custom_all_reduce;
     s->tp_ = std::make_shared<TensorParallelModel>(spec, s->backend_name_, o.tensor_parallel_size,
-                                                   backend_options(o.kernel_policy));
+                                                   backend_options(o.kernel_policy), collectives);
     loaded.config = s->tp_->config();
     loaded.dir = s->tp_->dir();
     loaded.generation = s->tp_->generation();

@@ -27,6 +27,7 @@ struct StackOptions {
   double speculative_accept_rate = 0;  // benchmarks only (--speculative-accept-rate)
   std::string speculative_convention = "transformers";
   int tensor_parallel_size = 1;   // > 1: the model split over that many ranks (docs/scale-out.md)
+  bool disable_custom_all_reduce = false;  // every all-reduce through NCCL
   EngineOptions engine;
   api::MultimodalOptions multimodal;  // image input; on with engine.enable_multimodal
 };

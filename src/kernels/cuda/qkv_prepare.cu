@@ -124,14 +124,22 @@ const float* inv_freq_table(const RopeSpec& rope, cudaStream_t stream) {
   GS_CUDA_CHECK(cudaGetDevice(&dev));
   uint32_t theta_bits = 0;
   std::memcpy(&theta_bits, &rope.theta, sizeof theta_bits);
-  const auto key = std::make_tuple(dev, theta_bits, rope.rotary_pairs, rope.freq_dim);
+  const auto key = std::make_tuple(theta_bits, rope.rotary_pairs, rope.freq_dim);
   struct Table {
     std::vector<float> host;  // the copy's source, alive until the process ends
     float* device = nullptr;
   };
-  static std::mutex mu;
-  static std::map<decltype(key), Table> tables;
-  std::lock_guard<std::mutex> lock(mu);
+  // One lock and one map per device: a rank's thread only ever touches its own device, and the
+  // cudaMalloc below may wait for that device's queued work, which under tensor parallelism can be
+  // a collective waiting for another rank. With one process-wide lock that rank's thread could be
+  // blocked on the lock before launching its half of the collective: a deadlock.
+  constexpr int kMaxDevices = 64;
+  require(dev >= 0 && dev < kMaxDevices, "qkv_prepare: device ", dev, " beyond the ", kMaxDevices,
+          " the RoPE tables track");
+  static std::mutex mus[kMaxDevices];
+  static std::map<decltype(key), Table> per_device[kMaxDevices];
+  std::lock_guard<std::mutex> lock(mus[dev]);
+  auto& tables = per_device[dev];
   if (auto it = tables.find(key); it != tables.end()) return it->second.device;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   GS_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
@@ -140,11 +148,8 @@ const float* inv_freq_table(const RopeSpec& rope, cudaStream_t stream) {
   t.host.resize(size_t(rope.rotary_pairs));
   for (int i = 0; i < rope.rotary_pairs; ++i) t.host[size_t(i)] = rope_inv_freq(rope, i);
   GS_CUDA_CHECK(cudaMalloc(&t.device, t.host.size() * sizeof(float)));
-  // Once per spec, a blocking copy: the kernels read the table before their PDL wait, which orders
-  // them after the previous kernel but not necessarily after a copy. Not a copy on `stream` and a
-  // synchronize: under this process-wide lock that waits for the stream's queued work, and with
-  // tensor parallelism that work can be a collective waiting for another rank whose thread is
-  // blocked on this very lock (a deadlock seen on 2 GPUs).
+  // Once per spec and device, a blocking copy: the kernels read the table before their PDL wait,
+  // which orders them after the previous kernel but not necessarily after a copy.
   GS_CUDA_CHECK(cudaMemcpy(t.device, t.host.data(), t.host.size() * sizeof(float), cudaMemcpyHostToDevice));
   // From pageable memory the DMA may still be in flight: wait for the legacy stream only, which
   // non-blocking streams (ours) never join.
