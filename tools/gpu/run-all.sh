@@ -113,6 +113,10 @@ for step in $steps; do
       rc=$?
       bad=$(grep -c -E ' (FAIL|ERROR) ' "$results/parity.txt")
       note parity "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "rc=$rc, $bad failing cases (parity.txt)"
+      timeout "${GS_T_PARITY:-45}" python3 "$src/tools/gpu/vision_parity.py" "$gs_bin" "$src/fixtures/vision_golden" \
+        --backend cuda > "$results/vision-parity.txt" 2>&1
+      rc=$?
+      note vision-parity "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "rc=$rc (vision-parity.txt)"
       ;;
     bench)
       timeout "${GS_T_BENCH:-75}" "$gs_bin" bench-kernels --json "$results/bench-kernels.json" \
