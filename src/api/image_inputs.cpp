@@ -5,6 +5,7 @@
 #include "api/api_error.h"
 #include "api/image_source.h"
 #include "core/error.h"
+#include "runner/prompt_images.h"
 #include "vision/image_preprocess.h"
 
 namespace gs::api {
@@ -56,25 +57,9 @@ ExpandedPrompt expand_image_placeholders(const std::vector<int>& ids, const std:
     e.ids = ids;
     return e;
   }
-  size_t total = ids.size();
-  for (const auto& img : images) total += size_t(img->soft_tokens) + 1;
-  e.ids.reserve(total);
-  e.mm_block.reserve(total);
-  int k = 0;
-  for (int id : ids) {
-    if (id != t.placeholder) {
-      e.ids.push_back(id);
-      e.mm_block.push_back(-1);
-      continue;
-    }
-    e.ids.push_back(t.boi);
-    e.mm_block.push_back(-1);
-    e.ids.insert(e.ids.end(), size_t(images[k]->soft_tokens), t.placeholder);
-    e.mm_block.insert(e.mm_block.end(), size_t(images[k]->soft_tokens), k);
-    e.ids.push_back(t.eoi);
-    e.mm_block.push_back(-1);
-    ++k;
-  }
+  PromptImages p = expand_image_placeholders(ids, ImagePromptTokens{t.placeholder, t.boi, t.eoi}, images);
+  e.ids = std::move(p.tokens);
+  e.mm_block = std::move(p.mm_block);
   return e;
 }
 

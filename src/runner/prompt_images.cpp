@@ -6,33 +6,37 @@
 
 namespace gs {
 
-PromptImages expand_image_placeholders(const std::vector<int>& tokens, const ModelConfig& cfg,
+PromptImages expand_image_placeholders(const std::vector<int>& tokens, const ImagePromptTokens& ids,
                                        std::vector<PreparedImagePtr> images) {
   PromptImages p;
   size_t next = 0;
   for (int t : tokens) {
-    if (t != cfg.image_token_id) {
+    if (t != ids.placeholder) {
       p.tokens.push_back(t);
       p.mm_block.push_back(-1);
       continue;
     }
     GS_CHECK(next < images.size(), "the prompt has more image tokens ({}) than images ({})",
-             std::count(tokens.begin(), tokens.end(), cfg.image_token_id), images.size());
+             std::count(tokens.begin(), tokens.end(), ids.placeholder), images.size());
     GS_CHECK(images[next], "image {} is missing", next);
-    p.tokens.push_back(cfg.boi_token_id);
+    p.tokens.push_back(ids.boi);
     p.mm_block.push_back(-1);
-    for (int i = 0; i < images[next]->soft_tokens; ++i) {
-      p.tokens.push_back(cfg.image_token_id);
-      p.mm_block.push_back(int(next));
-    }
-    p.tokens.push_back(cfg.eoi_token_id);
+    p.tokens.insert(p.tokens.end(), size_t(images[next]->soft_tokens), ids.placeholder);
+    p.mm_block.insert(p.mm_block.end(), size_t(images[next]->soft_tokens), int(next));
+    p.tokens.push_back(ids.eoi);
     p.mm_block.push_back(-1);
     ++next;
   }
   GS_CHECK(next == images.size(), "{} images given, but the prompt has {} image tokens (id {})", images.size(), next,
-           cfg.image_token_id);
+           ids.placeholder);
   p.images = std::move(images);
   return p;
+}
+
+PromptImages expand_image_placeholders(const std::vector<int>& tokens, const ModelConfig& cfg,
+                                       std::vector<PreparedImagePtr> images) {
+  return expand_image_placeholders(tokens, ImagePromptTokens{cfg.image_token_id, cfg.boi_token_id, cfg.eoi_token_id},
+                                   std::move(images));
 }
 
 std::vector<int> chunk_ends(int n, int chunk, const std::vector<int>& mm_block) {

@@ -16,8 +16,16 @@ struct PromptImages {
   std::vector<PreparedImagePtr> images;   // block b is images[b]
 };
 
-// Every cfg.image_token_id in `tokens` stands for the next image of `images` (in order) and becomes
-// boi + soft_tokens × image_token_id + eoi. Throws gs::Error when the counts differ.
+// The ids of an image in a prompt: the placeholder (also each soft token), begin- and end-of-image.
+struct ImagePromptTokens {
+  int placeholder = -1, boi = -1, eoi = -1;
+};
+
+// Every placeholder in `tokens` stands for the next image of `images` (in order) and becomes
+// boi + soft_tokens × placeholder + eoi. Throws gs::Error when the counts differ.
+PromptImages expand_image_placeholders(const std::vector<int>& tokens, const ImagePromptTokens& ids,
+                                       std::vector<PreparedImagePtr> images);
+// With the model config's ids (image_token_id, boi_token_id, eoi_token_id): token files of the tools.
 PromptImages expand_image_placeholders(const std::vector<int>& tokens, const ModelConfig& cfg,
                                        std::vector<PreparedImagePtr> images);
 
