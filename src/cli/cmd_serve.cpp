@@ -89,7 +89,7 @@ int serve(ServeOptions o) {
 
   auto stack = ServingStack::load(o.stack);
   // Declared after the stack: stops reading the engine's stats before the engine goes away.
-  server::StatsLogger stats_log([&stack] { return stack->engine().stats(); },
+  server::StatsLogger stats_log([&stack] { return stack->client().stats(); },
                                 std::chrono::duration<double>(o.disable_log_stats ? 0 : o.log_stats_interval));
   server::ServerMetrics metrics;
   api::OpenAIService service(stack->client(), stack->serving_model(), &metrics);
@@ -106,8 +106,8 @@ int serve(ServeOptions o) {
     }
     // The HTTP server stopping by itself can answer nobody: then there is nothing to wait for.
     std::chrono::duration<double> timeout(signalled ? o.shutdown_timeout : 0);
-    server::drain(http, timeout, [&] { stack->engine().stop(); });  // the engine's requests end with 503
-    stack->engine().stop();
+    server::drain(http, timeout, [&] { stack->stop(); });  // the engine's requests end with 503
+    stack->stop();
     http.stop();  // close the listener, join connection threads
   });
 
@@ -152,6 +152,11 @@ GS_REGISTER_COMMAND(serve, "serve", "Serve a model over an OpenAI-compatible HTT
                                      "Split the model over N GPUs of this host (cuda:0..N-1; --backend cpu: N cpu "
                                      "ranks), one thread each, over NCCL and a peer-memory all-reduce; one endpoint. "
                                      "N must divide the attention heads and the vocabulary (docs/scale-out.md)")
+                          ->capture_default_str();
+                      app.add_option("--data-parallel-size,--dp", o->stack.data_parallel_size,
+                                     "Serve N engine replicas behind this endpoint (cuda:0..N-1, or N cpu engines), "
+                                     "each with the whole model; requests go to the replica that served their "
+                                     "prompt's prefix, unless it is busier than the least-loaded one")
                           ->capture_default_str();
                       app.add_flag("--disable-custom-all-reduce", o->stack.disable_custom_all_reduce,
                                    "With --tensor-parallel-size > 1: every all-reduce through NCCL (vLLM's flag), "

@@ -3,6 +3,7 @@
 #include <chrono>
 #include <filesystem>
 
+#include "api/replica_router.h"
 #include "cli/kernel_policy_option.h"
 #include "core/error.h"
 #include "core/read_file.h"
@@ -41,8 +42,24 @@ std::string parameters(const ModelConfig& cfg) {
 }  // namespace
 
 ServingStack::~ServingStack() {
-  if (engine_) engine_->stop();
+  stop();
 }
+
+void ServingStack::stop() {
+  if (engine_) engine_->stop();
+  for (Replica& r : replicas_)
+    if (r.engine) r.engine->stop();
+}
+
+namespace {
+// Replica r's backend: cuda:r for --backend cuda (or cuda:N + r), the same cpu backend kind on cpu.
+std::string replica_backend_name(const std::string& backend, int r) {
+  if (backend == "cpu") return backend;
+  if (backend == "cuda") return "cuda:" + std::to_string(r);
+  if (backend.rfind("cuda:", 0) == 0) return "cuda:" + std::to_string(std::stoi(backend.substr(5)) + r);
+  throw Error("--data-parallel-size runs on --backend cpu or cuda, not {}", backend);
+}
+}  // namespace
 
 std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
   ModelSpec spec{o.model, parse_load_format(o.load_format), o.engine.seed};
@@ -57,6 +74,11 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
            "--speculative-model does not run with --tensor-parallel-size > 1 yet");
   GS_CHECK(!tensor_parallel || !o.engine.enable_multimodal,
            "--enable-multimodal does not run with --tensor-parallel-size > 1 yet");
+  GS_CHECK(o.data_parallel_size >= 1, "--data-parallel-size must be at least 1 (got {})", o.data_parallel_size);
+  const bool data_parallel = o.data_parallel_size > 1;
+  GS_CHECK(!data_parallel || !tensor_parallel, "--data-parallel-size with --tensor-parallel-size > 1 is not supported yet");
+  GS_CHECK(!data_parallel || o.speculative_model.empty(),
+           "--speculative-model does not run with --data-parallel-size > 1 yet");
 
   auto t0 = std::chrono::steady_clock::now();
   LoadedModel loaded;
@@ -138,7 +160,24 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
               o.num_speculative_tokens, model_arg, o.speculative_convention);
   }
   s->engine_ = std::make_unique<Engine>(s->model_, engine);
-  s->client_ = std::make_unique<api::EngineClientFor>(*s->engine_);
+  if (data_parallel) {
+    std::vector<Engine*> engines = {s->engine_.get()};
+    for (int r = 1; r < o.data_parallel_size; ++r) {
+      Replica rep;
+      rep.backend = create_backend(replica_backend_name(s->backend_name_, r), backend_options(o.kernel_policy));
+      LoadedModel l = load_model(spec, *rep.backend);
+      rep.model = std::make_shared<Gemma4Model>(l.config, std::move(l.weights), *rep.backend);
+      rep.engine = std::make_unique<Engine>(rep.model, engine);
+      engines.push_back(rep.engine.get());
+      s->replicas_.push_back(std::move(rep));
+    }
+    s->client_ = std::make_unique<api::ReplicaRouter>(engines, engine.page_size);
+    log::info("data parallel: {} replicas ({}), requests routed by prefix, then load", o.data_parallel_size,
+              s->backend_name_ == "cpu" ? "cpu" : fmt::format("{} to cuda:{}", s->backend_->name(),
+                                                              o.data_parallel_size - 1));
+  } else {
+    s->client_ = std::make_unique<api::EngineClientFor>(*s->engine_);
+  }
   s->serving_ = std::make_shared<api::ServingModel>(name, tokenizer, tmpl, loaded.generation);
   s->serving_->multimodal = o.multimodal;
   s->serving_->multimodal.enabled = o.engine.enable_multimodal;
@@ -150,6 +189,7 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
   }
   log::info("backend: {}", tensor_parallel ? s->tp_->describe() : s->backend_->name());  // the engine logs its memory plan itself
   s->engine_->start();
+  for (Replica& r : s->replicas_) r.engine->start();
   return s;
 }
 

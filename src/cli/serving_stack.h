@@ -28,6 +28,7 @@ struct StackOptions {
   std::string speculative_convention = "transformers";
   int tensor_parallel_size = 1;   // > 1: the model split over that many ranks (docs/scale-out.md)
   bool disable_custom_all_reduce = false;  // every all-reduce through NCCL
+  int data_parallel_size = 1;     // > 1: that many engine replicas behind the endpoint (api/replica_router.h)
   EngineOptions engine;
   api::MultimodalOptions multimodal;  // image input; on with engine.enable_multimodal
 };
@@ -38,8 +39,9 @@ class ServingStack {
   static std::unique_ptr<ServingStack> load(const StackOptions& opts);
   ~ServingStack();  // stops the engine
 
-  Engine& engine() { return *engine_; }
-  api::EngineClient& client() { return *client_; }
+  Engine& engine() { return *engine_; }    // the first replica (the only one without data parallelism)
+  api::EngineClient& client() { return *client_; }  // every replica: submit, abort, summed stats
+  void stop();                              // stops every replica's engine
   std::shared_ptr<const api::ServingModel> serving_model() const { return serving_; }
   const std::string& backend_name() const { return backend_name_; }
 
@@ -51,6 +53,13 @@ class ServingStack {
   std::shared_ptr<Gemma4Model> model_;
   std::shared_ptr<Gemma4Drafter> drafter_;
   std::unique_ptr<Engine> engine_;
+  // --data-parallel-size > 1: replicas 1..N-1 (each its own backend, model copy and engine).
+  struct Replica {
+    std::unique_ptr<Backend> backend;
+    std::shared_ptr<Gemma4Model> model;
+    std::unique_ptr<Engine> engine;
+  };
+  std::vector<Replica> replicas_;
   std::unique_ptr<api::EngineClient> client_;
   std::shared_ptr<api::ServingModel> serving_;
   std::string backend_name_;
