@@ -275,12 +275,18 @@ constexpr int kSplitCounters = 1024;
 constexpr int kStreamCounters = kSplitCounters + 2;
 
 static int* stream_counters(cudaStream_t stream) {
-  static std::mutex mu;
-  static std::map<std::pair<int, cudaStream_t>, int*> buffers;
+  // One lock and one map per device: the cudaMalloc below may wait for the device's queued work,
+  // which under tensor parallelism can be a collective that another rank's thread must launch; a
+  // process-wide lock would let this thread hold up that rank on another device (a deadlock).
+  constexpr int kMaxDevices = 64;
+  static std::mutex mus[kMaxDevices];
+  static std::map<cudaStream_t, int*> per_device[kMaxDevices];
   int dev = 0;
   GS_CUDA_CHECK(cudaGetDevice(&dev));
-  std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_pair(dev, stream);
+  GS_CHECK(dev >= 0 && dev < kMaxDevices, "attention: device {} beyond the {} the counters track", dev, kMaxDevices);
+  std::lock_guard<std::mutex> lock(mus[dev]);
+  auto& buffers = per_device[dev];
+  const cudaStream_t key = stream;
   if (auto it = buffers.find(key); it != buffers.end()) return it->second;
   cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
   GS_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
