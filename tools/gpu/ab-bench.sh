@@ -21,10 +21,8 @@ ab=$(cd "${2:?usage: ab-bench.sh LEAN_DIR AB_DIR RESULTS_DIR [ROUNDS]}" && pwd)
 results=${3:?usage: ab-bench.sh LEAN_DIR AB_DIR RESULTS_DIR [ROUNDS]}
 rounds=${4:-2}
 mkdir -p "$results"
-libs=/tmp/gs-gpu-libs
-mkdir -p "$libs"
-for f in "$lean"/gpu-libs/*.gz; do [[ -e $f ]] && gunzip -c "$f" > "$libs/$(basename "${f%.gz}")"; done
-export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+source "$(dirname "$0")/lean_bin.bash"
+gs_gpu_libs "$lean"
 
 names=()
 for f in "$ab"/*.gz; do

@@ -1,6 +1,20 @@
-# Sourced by the GPU scripts. gs_runnable PATH prints a runnable path for the binary PATH: PATH
-# itself, or for a lean folder (collect-libs.sh), which carries binaries gzipped, an unpacked copy
-# under /tmp/gs-gpu-bin.
+# Sourced by the GPU scripts.
+# gs_gpu_libs DIR: unpacks DIR/gpu-libs/*.gz (the shared libraries our Debian build needs and the
+# GPU machine's Ubuntu lacks, collect-libs.sh) into /tmp/gs-gpu-libs and puts them and the CUDA
+# toolkit on LD_LIBRARY_PATH and PATH.
+# gs_runnable PATH prints a runnable path for the binary PATH: PATH itself, or for a lean folder
+# (collect-libs.sh), which carries binaries gzipped, an unpacked copy under /tmp/gs-gpu-bin.
+gs_gpu_libs() {
+  local libs=/tmp/gs-gpu-libs f
+  mkdir -p "$libs"
+  for f in "$1"/gpu-libs/*.gz; do
+    [[ -e $f ]] || continue
+    gunzip -c "$f" > "$libs/$(basename "${f%.gz}")"
+  done
+  export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+  export PATH="/usr/local/cuda/bin:$PATH"
+}
+
 gs_runnable() {
   local bin=$1
   if [[ ! -x $bin && -f $bin.gz ]]; then

@@ -10,11 +10,8 @@ build=$(cd "${1:?usage: profile_attention.sh BUILD_DIR RESULTS_DIR}" && pwd)
 results=${2:?usage: profile_attention.sh BUILD_DIR RESULTS_DIR}
 mkdir -p "$results"
 src=$(cd "$(dirname "$0")/../.." && pwd)
-libs=/tmp/gs-gpu-libs
-mkdir -p "$libs"
-for f in "$build"/gpu-libs/*.gz; do [[ -e $f ]] && gunzip -c "$f" > "$libs/$(basename "${f%.gz}")"; done
-export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}" PATH="/usr/local/cuda/bin:$PATH"
 source "$src/tools/gpu/lean_bin.bash"
+gs_gpu_libs "$build"
 tests_bin=$(gs_runnable "$build/tests/test_kernels_cuda")
 
 # name : kernel template arguments (demangled) : bench shape

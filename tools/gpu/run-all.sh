@@ -43,17 +43,8 @@ steps=${GS_STEPS:-"tests memcheck racecheck parity bench decode"}
 filter=${GS_TEST_FILTER:-"-*Bench*"}
 race_filter=${GS_RACECHECK_FILTER:-"-*Bench*:DecodeGraphs*:Attention.WgmmaKernelsOnEveryShapeTheyAccept"}
 
-# Shared libraries our Debian build needs and Ubuntu lacks (see collect-libs.sh).
-libs=/tmp/gs-gpu-libs
-mkdir -p "$libs"
-for f in "$build"/gpu-libs/*.gz; do
-  [[ -e $f ]] || continue
-  gunzip -c "$f" > "$libs/$(basename "${f%.gz}")"
-done
-export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export PATH="/usr/local/cuda/bin:$PATH"
-
 source "$src/tools/gpu/lean_bin.bash"
+gs_gpu_libs "$build"  # shared libraries our Debian build needs and Ubuntu lacks
 tests_bin=$(gs_runnable "$build/tests/test_kernels_cuda")
 gs_bin=$(gs_runnable "$build/bin/gemmaserve")
 summary=()

@@ -30,15 +30,8 @@ results=$(cd "$results" && pwd)
 steps=${GS_STEPS:-"allreduce golden shapes bench decode"}
 export NCCL_NVLS_ENABLE=0
 
-libs=/tmp/gs-gpu-libs
-mkdir -p "$libs"
-for f in "$build"/gpu-libs/*.gz; do
-  [[ -e $f ]] || continue
-  gunzip -c "$f" > "$libs/$(basename "${f%.gz}")"
-done
-export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export PATH="/usr/local/cuda/bin:$PATH"
 source "$src/tools/gpu/lean_bin.bash"
+gs_gpu_libs "$build"
 gs_bin=$(gs_runnable "$build/bin/gemmaserve")
 test_bin=$(gs_runnable "$build/tests/test_parallel_cuda")
 gpus=$(nvidia-smi -L 2>/dev/null | wc -l)
