@@ -1,5 +1,6 @@
 #if GEMMASERVE_HAVE_CUDA  // communicators.cpp stands in without CUDA
 #include "parallel/all_reduce_bench.h"
+#include "parallel/module_loading.h"
 
 #include <algorithm>
 
@@ -64,6 +65,7 @@ double time_all_reduce(Group& g, const std::vector<Communicator*>& comms, size_t
 }  // namespace
 
 std::vector<AllReduceBenchRow> run_all_reduce_bench(const AllReduceBenchOptions& o) {
+  prefer_eager_module_loading();  // why: parallel/module_loading.h
   const int devices = cuda_device_count();
   GS_CHECK(devices >= 2, "bench-allreduce needs at least 2 GPUs ({} visible)", devices);
   GS_CHECK(o.sizes.size() == o.labels.size(), "bench-allreduce: {} sizes, {} labels", o.sizes.size(), o.labels.size());

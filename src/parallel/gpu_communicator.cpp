@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "kernels/cuda/cuda_check.h"
 #include "parallel/custom_all_reduce.h"
+#include "parallel/launch_gate.h"
 
 namespace gs {
 namespace {
@@ -26,9 +27,9 @@ ncclDataType_t nccl_type(DType t, int rank) {
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(ncclComm_t comm, int rank, int size, Backend& be, std::unique_ptr<cuda::CustomAllReduce> custom,
-                   size_t threshold)
+                   size_t threshold, std::shared_ptr<LaunchGate> gate)
       : comm_(comm), rank_(rank), size_(size), be_(be), stream_(static_cast<cudaStream_t>(be.native_stream())),
-        custom_(std::move(custom)), threshold_(threshold) {
+        custom_(std::move(custom)), threshold_(threshold), gate_(std::move(gate)) {
     token_ = be_.empty(DType::F32, Shape{4});
   }
   ~NcclCommunicator() override {
@@ -40,19 +41,22 @@ class NcclCommunicator final : public Communicator {
   std::string name() const override { return custom_ ? "nccl+custom" : "nccl"; }
 
   void all_reduce_sum(const Tensor& x) override {
-    if (custom_ && x.nbytes() <= threshold_ && custom_->fits(x)) {
+    const bool gated = enter_step();
+    if (custom_ && x.nbytes() <= threshold_ && custom_->fits(x))
       custom_->all_reduce_sum(x, stream_);
-      return;
-    }
-    check("ncclAllReduce", ncclAllReduce(x.data, x.data, size_t(x.numel()), nccl_type(x.dtype, rank_), ncclSum, comm_,
-                                         stream_));
+    else
+      check("ncclAllReduce", ncclAllReduce(x.data, x.data, size_t(x.numel()), nccl_type(x.dtype, rank_), ncclSum,
+                                           comm_, stream_));
+    leave_step(gated);
   }
 
   void all_gather_rows(const Tensor& shard, const Tensor& out) override {
     GS_CHECK(out.numel() == shard.numel() * size_ && out.dtype == shard.dtype,
              "rank {}: all_gather_rows: out {} must hold {} shards {}", rank_, out.str(), size_, shard.str());
+    const bool gated = enter_step();
     check("ncclAllGather",
           ncclAllGather(shard.data, out.data, size_t(shard.numel()), nccl_type(shard.dtype, rank_), comm_, stream_));
+    leave_step(gated);
   }
 
   void all_gather_cols(const Tensor& shard, const Tensor& out) override {
@@ -64,6 +68,7 @@ class NcclCommunicator final : public Communicator {
     GS_CHECK(scratch_.defined() && scratch_.nbytes() >= out.nbytes(),
              "rank {}: all_gather_cols of {} bytes, {} reserved (Communicator::reserve)", rank_, out.nbytes(),
              scratch_.defined() ? scratch_.nbytes() : 0);
+    const bool gated = enter_step();
     check("ncclAllGather",
           ncclAllGather(shard.data, scratch_.data, size_t(shard.numel()), nccl_type(shard.dtype, rank_), comm_, stream_));
     const size_t es = dtype_size(shard.dtype), row = size_t(C) * es;
@@ -71,6 +76,7 @@ class NcclCommunicator final : public Communicator {
       GS_CUDA_CHECK(cudaMemcpy2DAsync(out.ptr<char>() + size_t(r) * row, row * size_t(size_),
                                       scratch_.ptr<char>() + size_t(r) * shard.nbytes(), row, row, size_t(R),
                                       cudaMemcpyDeviceToDevice, stream_));
+    leave_step(gated);
   }
 
   void barrier() override {
@@ -86,9 +92,27 @@ class NcclCommunicator final : public Communicator {
   void abort() override {
     bool expected = false;
     if (aborted_.compare_exchange_strong(expected, true)) ncclCommAbort(comm_);
+    gate_->abort();
   }
 
  private:
+  // The ranks' threads meet before and after enqueueing a collective (why: launch_gate.h); not
+  // while capturing a graph, which enqueues nothing. A rank that throws in between leaves the
+  // others at the second gate until the failure aborts the group (RankWorkers).
+  bool enter_step() {
+    if (!gate_ || capturing()) return false;
+    gate_->arrive_and_wait();
+    return true;
+  }
+  void leave_step(bool gated) {
+    if (gated) gate_->arrive_and_wait();
+  }
+  bool capturing() const {
+    cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+    GS_CUDA_CHECK(cudaStreamIsCapturing(stream_, &st));
+    return st != cudaStreamCaptureStatusNone;
+  }
+
   void check(const char* what, ncclResult_t r) {
     if (r == ncclSuccess || r == ncclInProgress) return;
     throw Error("rank {} (cuda:{}): {} failed: {} ({})", rank_, be_.device_index(), what, ncclGetErrorString(r),
@@ -103,6 +127,7 @@ class NcclCommunicator final : public Communicator {
   size_t threshold_;
   Tensor scratch_, token_;
   std::atomic<bool> aborted_{false};
+  std::shared_ptr<LaunchGate> gate_;
 };
 
 }  // namespace
@@ -131,10 +156,11 @@ std::vector<std::unique_ptr<Communicator>> make_gpu_communicators(const std::vec
     if (custom.empty()) log::warn("custom all-reduce off ({}): every all-reduce goes through NCCL", why);
   }
   std::vector<std::unique_ptr<Communicator>> out;
+  auto gate = std::make_shared<LaunchGate>(n);
   for (int r = 0; r < n; ++r)
     out.push_back(std::make_unique<NcclCommunicator>(comms[size_t(r)], r, n, *ranks[size_t(r)],
                                                      custom.empty() ? nullptr : std::move(custom[size_t(r)]),
-                                                     std::min(opt.custom_threshold_bytes, opt.custom_max_bytes)));
+                                                     std::min(opt.custom_threshold_bytes, opt.custom_max_bytes), gate));
   int version = 0;
   ncclGetVersion(&version);
   log::info("tensor parallel: NCCL {} over {} GPUs, custom all-reduce {}", version, n,

@@ -5,6 +5,7 @@
 #include "model/dummy_weights.h"
 #include "model/tensor_parallel.h"
 #include "model/weight_loader.h"
+#include "parallel/module_loading.h"
 
 namespace gs {
 
@@ -24,6 +25,7 @@ TensorParallelModel::TensorParallelModel(const ModelSpec& spec, const std::strin
   full_ = resolve_model_config(spec, &dir_);
   check_tensor_parallel(full_, size);
   ranks_.resize(size_t(size));
+  if (backend == "cuda" && size > 1) prefer_eager_module_loading();  // why: parallel/module_loading.h
   workers_ = std::make_unique<RankWorkers>(size, [this] {
     for (auto& c : comms_) c->abort();
   });
@@ -32,6 +34,10 @@ TensorParallelModel::TensorParallelModel(const ModelSpec& spec, const std::strin
     ranks_[size_t(r)].backend = create_backend(rank_backend_name(backend, r), options);
     ranks_[size_t(r)].backend->make_current();
   });
+  if (backend == "cuda" && size > 1 && cuda_modules_load_lazily())
+    log::warn("tensor parallel: CUDA loads kernels lazily here (CUDA was started before the ranks, or "
+              "CUDA_MODULE_LOADING says so); a kernel's first launch can then stall behind a rank's "
+              "all-reduce and hang the ranks. Run with CUDA_MODULE_LOADING=EAGER.");
   if (size > 1) {
     std::vector<Backend*> bes;
     for (Rank& r : ranks_) bes.push_back(r.backend.get());

@@ -11,10 +11,14 @@
 #include "kernels/backends.h"
 #include "kernels/cuda/cuda_backend.h"
 #include "parallel/gpu_communicator.h"
+#include "parallel/module_loading.h"
 #include "parallel/rank_workers.h"
 
 namespace gs {
 namespace {
+
+// Before main, so before the first CUDA call of any test here (why: parallel/module_loading.h).
+[[maybe_unused]] const bool kEagerModules = (prefer_eager_module_loading(), true);
 
 int gpus() { return cuda_device_count(); }
 
@@ -150,6 +154,11 @@ void check_against_nccl(int n_ranks, bool graph) {
       }
       EXPECT_EQ(bad, 0);
     }
+}
+
+TEST(CustomAllReduce, KernelsLoadEagerly) {
+  if (gpus() < 1) GTEST_SKIP() << "no GPU";
+  EXPECT_FALSE(cuda_modules_load_lazily()) << "CUDA_MODULE_LOADING=" << (std::getenv("CUDA_MODULE_LOADING") ?: "");
 }
 
 TEST(CustomAllReduce, TwoRanksBitExactWithNccl) { check_against_nccl(2, false); }

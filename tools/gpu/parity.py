@@ -31,7 +31,9 @@ backend must be about as close to f32 as the reference itself is at the same pre
   and 0.055 vs 0.036).
 --bf16-ref DIR reads those files from DIR/<combo>/ instead.
 
-usage: parity.py GEMMASERVE FIXTURES_DIR [--backend cuda] [--log FILE]
+usage: parity.py GEMMASERVE FIXTURES_DIR [--backend cuda] [--log FILE] [--logits-args ARGS] [--combos A,B]
+(tools/gpu/tp-check.sh runs it with --logits-args "--tensor-parallel-size 2": a sharded forward must
+meet the same bounds as one GPU.)
 Exit status 0 when every case passes.
 """
 import argparse
@@ -86,11 +88,16 @@ def main():
     ap.add_argument("--outputs", default=None,
                     help="check outputs kept by an earlier --keep run (DIR/<combo>-<mode>.npy) instead of running")
     ap.add_argument("--keep", default=None, help="copy each backend output to KEEP/<combo>-<mode>.npy")
+    ap.add_argument("--logits-args", default="",
+                    help="more arguments for every `gemmaserve logits` run, e.g. \"--tensor-parallel-size 2\"")
+    ap.add_argument("--combos", default=None, help="comma-separated fixtures to run (default: all)")
     ap.add_argument("--bf16-ref", default=None, help="folder of <combo>/logits_hf_bf16.npy (default: the fixtures)")
     a = ap.parse_args()
 
     log = open(a.log, "w") if a.log else sys.stderr
     combos = sorted(d for d in os.listdir(a.fixtures) if os.path.isfile(os.path.join(a.fixtures, d, "logits.npy")))
+    if a.combos:
+        combos = [c for c in combos if c in a.combos.split(",")]
     rows, ok_all = [], True
     with tempfile.TemporaryDirectory() as tmp:
         for combo in combos:
@@ -118,7 +125,7 @@ def main():
                 else:
                     out_path = os.path.join(tmp, f"{combo}-{mode}.npy")
                     cmd = [a.gemmaserve, "logits", "--model", d, "--tokens", os.path.join(d, "tokens.npy"),
-                           "--out", out_path, "--backend", a.backend, "--mode", mode] + extra
+                           "--out", out_path, "--backend", a.backend, "--mode", mode] + extra + a.logits_args.split()
                     p = subprocess.run(cmd, capture_output=True, text=True)
                     log.write(f"$ {' '.join(cmd)}\n{p.stdout}{p.stderr}\n")
                     if p.returncode != 0:

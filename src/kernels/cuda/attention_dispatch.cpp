@@ -25,6 +25,7 @@
 #include "core/error.h"
 #include "kernels/cuda/attention_plan.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/device_allocator.h"
 #include "kernels/cuda/kernel_policy.h"
 #include "kernels/cuda/launch_util.h"
 
@@ -275,9 +276,8 @@ constexpr int kSplitCounters = 1024;
 constexpr int kStreamCounters = kSplitCounters + 2;
 
 static int* stream_counters(cudaStream_t stream) {
-  // One lock and one map per device: the cudaMalloc below may wait for the device's queued work,
-  // which under tensor parallelism can be a collective that another rank's thread must launch; a
-  // process-wide lock would let this thread hold up that rank on another device (a deadlock).
+  // One lock and one map per device: a rank's thread never waits on another rank's lock (the
+  // allocation is pool_malloc's, which waits for no device: device_allocator.h).
   constexpr int kMaxDevices = 64;
   static std::mutex mus[kMaxDevices];
   static std::map<cudaStream_t, int*> per_device[kMaxDevices];
@@ -292,7 +292,7 @@ static int* stream_counters(cudaStream_t stream) {
   GS_CUDA_CHECK(cudaStreamIsCapturing(stream, &capture));
   if (capture != cudaStreamCaptureStatusNone) return nullptr;
   int* p = nullptr;
-  GS_CUDA_CHECK(cudaMalloc(&p, kStreamCounters * sizeof(int)));
+  GS_CUDA_CHECK(pool_malloc(dev, kStreamCounters * sizeof(int), reinterpret_cast<void**>(&p)));
   GS_CUDA_CHECK(cudaMemsetAsync(p, 0, kStreamCounters * sizeof(int), stream));
   buffers.emplace(key, p);
   return p;

@@ -289,14 +289,7 @@ __global__ void __launch_bounds__(C::kThreads, 1) attention_tile_kernel(const Ti
 // Opts the kernel of C into its shared-memory size (above the 48 KB default), once per device.
 template <class C>
 void enable_tile_smem() {
-  static std::atomic<uint64_t> done_devices{0};
-  int dev = 0;
-  GS_CUDA_CHECK(cudaGetDevice(&dev));
-  const uint64_t bit = uint64_t(1) << (dev & 63);
-  if (done_devices.load(std::memory_order_acquire) & bit) return;
-  GS_CUDA_CHECK(cudaFuncSetAttribute(attention_tile_kernel<C>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                     int(C::kSmemBytes)));
-  done_devices.fetch_or(bit, std::memory_order_acq_rel);
+  allow_smem_on_current_device(reinterpret_cast<const void*>(attention_tile_kernel<C>), C::kSmemBytes);
 }
 
 template <class C>

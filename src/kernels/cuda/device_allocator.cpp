@@ -7,10 +7,64 @@
 
 namespace gs::cuda {
 
+namespace {
+
+constexpr int kMaxDevices = 64;
+
+// The private stream of `device` (made on first use), its pool kept from shrinking between uses.
+cudaStream_t pool_stream(int device) {
+  static std::mutex mu;
+  static cudaStream_t streams[kMaxDevices] = {};
+  GS_CHECK(device >= 0 && device < kMaxDevices, "device allocator: device {} beyond {}", device, kMaxDevices);
+  std::lock_guard<std::mutex> lock(mu);
+  if (!streams[device]) {
+    GS_CUDA_CHECK(cudaStreamCreateWithFlags(&streams[device], cudaStreamNonBlocking));
+    cudaMemPool_t pool = nullptr;
+    GS_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device));
+    uint64_t keep = UINT64_MAX;  // the caching allocator above decides when memory goes back
+    GS_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  }
+  return streams[device];
+}
+
+// Lets this thread make the calls below while it captures a graph (they touch no captured stream).
+struct RelaxedCapture {
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode); }
+  ~RelaxedCapture() { cudaThreadExchangeStreamCaptureMode(&mode); }
+};
+
+}  // namespace
+
+cudaError_t pool_malloc(int device, size_t bytes, void** p) {
+  const cudaStream_t s = pool_stream(device);
+  RelaxedCapture relaxed;
+  GS_CUDA_CHECK(cudaSetDevice(device));
+  cudaError_t err = cudaMallocAsync(p, bytes, s);
+  if (err != cudaSuccess) return err;
+  return cudaStreamSynchronize(s);
+}
+
+void pool_free(int device, void* p) {
+  const cudaStream_t s = pool_stream(device);
+  RelaxedCapture relaxed;
+  cudaSetDevice(device);
+  cudaFreeAsync(p, s);
+  cudaStreamSynchronize(s);
+}
+
+void pool_trim(int device) {
+  cudaMemPool_t pool = nullptr;
+  if (cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) cudaMemPoolTrimTo(pool, 0);
+}
+
 DeviceAllocator::~DeviceAllocator() {
   // Destructors must not throw: errors here (a dead context at exit) are ignored.
-  cudaSetDevice(device_);
-  for (auto& [size, p] : free_) cudaFree(p);
+  try {
+    for (auto& [size, p] : free_) pool_free(device_, p);
+    pool_trim(device_);
+  } catch (...) {
+  }
 }
 
 size_t DeviceAllocator::round_size(size_t bytes) {
@@ -34,12 +88,11 @@ std::shared_ptr<void> DeviceAllocator::allocate(size_t bytes) {
     }
   }
   if (!p) {
-    GS_CUDA_CHECK(cudaSetDevice(device_));
-    cudaError_t err = cudaMalloc(&p, size);
+    cudaError_t err = pool_malloc(device_, size, &p);
     if (err == cudaErrorMemoryAllocation) {
       cudaGetLastError();
       release_cached();
-      err = cudaMalloc(&p, size);
+      err = pool_malloc(device_, size, &p);
     }
     if (err != cudaSuccess) {
       cudaGetLastError();
@@ -77,7 +130,8 @@ void DeviceAllocator::release_cached() {
   cudaSetDevice(device_);
   // Blocks may still be read by queued work: wait before handing them to the driver.
   cudaDeviceSynchronize();
-  for (auto& [size, p] : blocks) cudaFree(p);
+  for (auto& [size, p] : blocks) pool_free(device_, p);
+  pool_trim(device_);
 }
 
 size_t DeviceAllocator::bytes_in_use() const {

@@ -1,5 +1,6 @@
-// A simple caching allocator for device memory. cudaMalloc/cudaFree synchronise the device and
-// cost tens of microseconds, so freed blocks are kept in size classes and handed out again.
+// A simple caching allocator for device memory. Allocating costs tens of microseconds, so freed
+// blocks are kept in size classes and handed out again. Blocks come from pool_malloc below, not
+// cudaMalloc (why: there).
 // All work runs on one stream, so a block freed by the host can be reused by later work on that
 // stream without any event: stream order already puts the old reader before the new writer.
 //
@@ -7,6 +8,8 @@
 // blocks and are never freed on the hot path). `release_cached()` returns the cache to the driver,
 // which the backend does before reporting free memory and when cudaMalloc runs out.
 #pragma once
+#include <cuda_runtime.h>
+
 #include <cstddef>
 #include <map>
 #include <memory>
@@ -14,6 +17,19 @@
 #include <vector>
 
 namespace gs::cuda {
+
+// Device memory on `device` without cudaMalloc/cudaFree's implicit synchronisation. Once peer
+// access is enabled (the custom all-reduce), cudaMalloc maps every new block into each peer and
+// cudaFree waits for the peers to go idle; under tensor parallelism a rank that allocates mid-step
+// then waits for a peer device busy with an all-reduce that waits for this very rank, and the
+// process hangs. Blocks here come from the device's stream-ordered pool (not mapped into peers),
+// allocated on a private stream that is synchronised at once, so they are ready for any stream;
+// allowed while the calling thread captures a CUDA graph. pool_malloc returns the CUDA error (the
+// caller decides about out-of-memory); pool_free returns the block to the pool; pool_trim hands the
+// pool's unused memory back to the driver (cudaMemGetInfo then counts it as free).
+cudaError_t pool_malloc(int device, size_t bytes, void** p);
+void pool_free(int device, void* p);
+void pool_trim(int device);
 
 class DeviceAllocator : public std::enable_shared_from_this<DeviceAllocator> {
  public:

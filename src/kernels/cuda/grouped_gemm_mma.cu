@@ -181,12 +181,8 @@ __global__ void __launch_bounds__(Tile<BM, BN>::kThreads) grouped_gemm_mma_kerne
 template <int BM, int BN>
 void launch_tile(const GroupedGemmArgs& args, bool gelu_mul, cudaStream_t stream) {
   using L = Tile<BM, BN>;
-  static const bool sized = [] {
-    allow_smem(grouped_gemm_mma_kernel<BM, BN, true>, L::kSmemBytes);
-    allow_smem(grouped_gemm_mma_kernel<BM, BN, false>, L::kSmemBytes);
-    return true;
-  }();
-  (void)sized;
+  allow_smem(grouped_gemm_mma_kernel<BM, BN, true>, L::kSmemBytes);
+  allow_smem(grouped_gemm_mma_kernel<BM, BN, false>, L::kSmemBytes);
   // kGeluMul: BN/2 output columns (BN weight rows) per block.
   const int cols = gelu_mul ? args.n / 2 : args.n, per_block = gelu_mul ? BN / 2 : BN;
   const dim3 grid(unsigned((cols + per_block - 1) / per_block), unsigned(args.max_tiles));

@@ -8,7 +8,18 @@ namespace gs::cuda {
 
 HostStaging::HostStaging(std::shared_ptr<DeviceAllocator> alloc, cudaStream_t stream, int slots)
     : alloc_(std::move(alloc)), stream_(stream), slots_(size_t(slots)) {
-  for (auto& s : slots_) GS_CUDA_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
+  for (auto& s : slots_) {
+    GS_CUDA_CHECK(cudaEventCreateWithFlags(&s.done, cudaEventDisableTiming));
+    grow(s, kInitialBytes);
+  }
+}
+
+void HostStaging::grow(Slot& s, size_t bytes) {
+  if (s.pinned) GS_CUDA_CHECK(cudaFreeHost(s.pinned));
+  s.pinned = nullptr;
+  GS_CUDA_CHECK(cudaMallocHost(&s.pinned, bytes));
+  s.device = alloc_->allocate(bytes);
+  s.capacity = bytes;
 }
 
 HostStaging::~HostStaging() {
@@ -25,14 +36,7 @@ void* HostStaging::upload(const void* src, size_t bytes) {
   Slot& s = slots_[next_];
   next_ = (next_ + 1) % slots_.size();
   if (s.used) GS_CUDA_CHECK(cudaEventSynchronize(s.done));  // the last copy out of this slot has run
-  if (bytes > s.capacity) {
-    size_t cap = std::max<size_t>(bytes, 4096);
-    if (s.pinned) GS_CUDA_CHECK(cudaFreeHost(s.pinned));
-    s.pinned = nullptr;
-    GS_CUDA_CHECK(cudaMallocHost(&s.pinned, cap));
-    s.device = alloc_->allocate(cap);
-    s.capacity = cap;
-  }
+  if (bytes > s.capacity) grow(s, bytes);
   if (bytes) {
     std::memcpy(s.pinned, src, bytes);
     GS_CUDA_CHECK(cudaMemcpyAsync(s.device.get(), s.pinned, bytes, cudaMemcpyHostToDevice, stream_));

@@ -34,6 +34,12 @@ class HostStaging {
     cudaEvent_t done = nullptr;
     bool used = false;
   };
+  // Every slot starts this large: cudaMallocHost/cudaFreeHost wait for every device, so growing
+  // mid-step under tensor parallelism can stall behind a peer's all-reduce (device_allocator.h);
+  // uploads are a step's sampling rows and penalty entries, far below it.
+  static constexpr size_t kInitialBytes = size_t(256) << 10;
+  void grow(Slot& s, size_t bytes);
+
   std::shared_ptr<DeviceAllocator> alloc_;
   cudaStream_t stream_;
   std::vector<Slot> slots_;

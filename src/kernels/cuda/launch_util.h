@@ -52,11 +52,16 @@ inline void check_dtype(const Tensor& t, DType dt, const char* op, const char* w
   require(t.dtype == dt, op, ": ", what, " is ", t.str(), "; expected ", dtype_name(dt));
 }
 
+// Sets a kernel's dynamic shared memory limit to at least `bytes` in the current device's
+// context, once per (kernel, device) and size: the attribute belongs to one device's context, so
+// tensor-parallel ranks each need their own call (a process-wide "done" flag left every rank but
+// the first launching with too little, cudaErrorInvalidValue). Thread-safe; no lock.
+void allow_smem_on_current_device(const void* kernel, size_t bytes);
+
 // Opts a kernel into more than the default 48 KB of dynamic shared memory when it needs it.
 template <typename K>
 void allow_smem(K kernel, size_t bytes) {
-  if (bytes > 48 * 1024)
-    GS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
+  if (bytes > 48 * 1024) allow_smem_on_current_device(reinterpret_cast<const void*>(kernel), bytes);
 }
 
 // A device attribute of the current device, read once per device (launch paths ask per step).

@@ -14,6 +14,7 @@
 #include <tuple>
 #include <vector>
 
+#include "kernels/cuda/device_allocator.h"
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/launch_util.h"
 #include "kernels/cuda/qkv_prepare.h"
@@ -129,10 +130,8 @@ const float* inv_freq_table(const RopeSpec& rope, cudaStream_t stream) {
     std::vector<float> host;  // the copy's source, alive until the process ends
     float* device = nullptr;
   };
-  // One lock and one map per device: a rank's thread only ever touches its own device, and the
-  // cudaMalloc below may wait for that device's queued work, which under tensor parallelism can be
-  // a collective waiting for another rank. With one process-wide lock that rank's thread could be
-  // blocked on the lock before launching its half of the collective: a deadlock.
+  // One lock and one map per device: a rank's thread never waits on another rank's lock (the
+  // allocation is pool_malloc's, which waits for no other device: device_allocator.h).
   constexpr int kMaxDevices = 64;
   require(dev >= 0 && dev < kMaxDevices, "qkv_prepare: device ", dev, " beyond the ", kMaxDevices,
           " the RoPE tables track");
@@ -147,7 +146,7 @@ const float* inv_freq_table(const RopeSpec& rope, cudaStream_t stream) {
   Table t;
   t.host.resize(size_t(rope.rotary_pairs));
   for (int i = 0; i < rope.rotary_pairs; ++i) t.host[size_t(i)] = rope_inv_freq(rope, i);
-  GS_CUDA_CHECK(cudaMalloc(&t.device, t.host.size() * sizeof(float)));
+  GS_CUDA_CHECK(pool_malloc(dev, t.host.size() * sizeof(float), reinterpret_cast<void**>(&t.device)));
   // Once per spec and device, a blocking copy: the kernels read the table before their PDL wait,
   // which orders them after the previous kernel but not necessarily after a copy.
   GS_CUDA_CHECK(cudaMemcpy(t.device, t.host.data(), t.host.size() * sizeof(float), cudaMemcpyHostToDevice));
