@@ -155,6 +155,14 @@ ModelWeights make_dummy_weights(const ModelConfig& c, Backend& backend, uint64_t
   return w;
 }
 
+std::shared_ptr<const VisionWeights> make_dummy_vision_weights(const ModelConfig& c, Backend& backend, uint64_t seed) {
+  GS_CHECK(c.has_vision(), "{} has no vision tower (no vision_config)", c.architecture);
+  DummyFiller f(backend, seed);
+  auto w = dummy_vision(f, c);
+  backend.synchronize();
+  return w;
+}
+
 ModelConfig resolve_dummy_config(const std::string& model) {
   struct stat st {};
   std::string cfg = model + "/config.json";

@@ -4,6 +4,7 @@
 #include <nccl.h>
 
 #include <atomic>
+#include <cstdlib>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -145,6 +146,10 @@ std::vector<std::unique_ptr<Communicator>> make_gpu_communicators(const std::vec
       GS_CHECK(devices[size_t(q)] != devices.back(), "ranks {} and {} are both on cuda:{}", q, r, devices.back());
   }
   std::vector<ncclComm_t> comms(static_cast<size_t>(n));
+  // Connect every channel now rather than at each communicator's first collective (NCCL's default
+  // since 2.22): that first collective would then set up peer buffers (allocations, IPC handles)
+  // from inside a step, while the other rank's GPU may already spin in a collective.
+  ::setenv("NCCL_RUNTIME_CONNECT", "0", /*overwrite=*/0);
   const ncclResult_t res = ncclCommInitAll(comms.data(), n, devices.data());
   if (res != ncclSuccess)
     throw Error("NCCL: creating communicators for {} GPUs failed: {} ({})", n, ncclGetErrorString(res),
