@@ -35,8 +35,7 @@ void launch_wgmma_persistent(const TileArgs& a_in, const TileGrid& g, cudaStream
   if (items == 0) return;
   const bool ov = a.mm_block != nullptr;  // the overlay's instantiation only where the launch has it
   const auto kernel = ov ? attention_wgmma_persistent_kernel<true> : attention_wgmma_persistent_kernel<false>;
-  static std::atomic<uint64_t> smem_set[2] = {};
-  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), C::kSmemBytesP, smem_set[ov]);
+  allow_smem_on_current_device(reinterpret_cast<const void*>(kernel), C::kSmemBytesP);
   // One CTA per SM (225 KB of shared memory), never more than there are items.
   const int ctas = int(std::min<int64_t>(items, sm_count()));
   kernel<<<ctas, C::kThreads, C::kSmemBytesP, stream>>>(a, map_q, map_o);
@@ -65,8 +64,7 @@ void launch_wgmma_pair_persistent(const TileArgs& a_in, const TileGrid& g, cudaS
   const auto pair_kernel =
       ov ? attention_wgmma_pair_persistent_kernel<true> : attention_wgmma_pair_persistent_kernel<false>;
   const void* kernel = reinterpret_cast<const void*>(pair_kernel);
-  static std::atomic<uint64_t> smem_set[2] = {};
-  allow_dynamic_smem(kernel, C::kSmemBytesP, smem_set[ov]);
+  allow_smem_on_current_device(kernel, C::kSmemBytesP);
   PairClusterLaunch launch(dim3(2 * (sm_count() / 2)), C::kThreads, C::kSmemBytesP, stream);
   // Clusters that fit at once (66 on a 132-SM H200 if every GPC pairs its SMs), once per device.
   static std::atomic<int> fit[64] = {};

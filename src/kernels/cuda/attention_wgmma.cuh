@@ -59,6 +59,7 @@
 #include "kernels/cuda/attention_wgmma_producer.cuh"
 #include "kernels/cuda/attention_wgmma_step.cuh"
 #include "kernels/cuda/cuda_check.h"
+#include "kernels/cuda/launch_util.h"  // allow_smem_on_current_device
 
 namespace gs::cuda::attn {
 
@@ -386,17 +387,6 @@ inline void prepare_qo_and_keys(TileArgs& a, int head_dim, CUtensorMap& map_q, C
   a.key_align = wgmma_key_align();
 }
 
-// Lets `kernel` take `bytes` of dynamic shared memory, once per device (`done`: one bit per
-// device, the caller's static).
-inline void allow_dynamic_smem(const void* kernel, size_t bytes, std::atomic<uint64_t>& done) {
-  int dev = 0;
-  GS_CUDA_CHECK(cudaGetDevice(&dev));
-  const uint64_t bit = uint64_t(1) << (dev & 63);
-  if (done.load(std::memory_order_acquire) & bit) return;
-  GS_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes)));
-  done.fetch_or(bit, std::memory_order_acq_rel);
-}
-
 // The launch configuration of a grid of clusters of two CTAs along x. Not copyable: cfg points
 // at attr.
 struct PairClusterLaunch {
@@ -435,8 +425,7 @@ void launch_wgmma_config(const TileArgs& a_in, const TileGrid& g, cudaStream_t s
   }
   const bool ov = a.mm_block != nullptr;
   const auto kernel = ov ? attention_wgmma_kernel<C, true> : attention_wgmma_kernel<C, false>;
-  static std::atomic<uint64_t> smem_set[2] = {};
-  allow_dynamic_smem(reinterpret_cast<const void*>(kernel), C::kSmemBytes, smem_set[ov]);
+  allow_smem_on_current_device(reinterpret_cast<const void*>(kernel), C::kSmemBytes);
   if (C::kPair && a.tma_box_rows > 0 && g.q_tiles > 1) {
     // Clusters of two along x over an even number of query tiles (a CTA past the rows exits at
     // once; one query tile, as in decode and verify batches: no partner, plain launch).

@@ -250,14 +250,7 @@ __global__ void __launch_bounds__(C::kThreads) vision_attention_kernel(const Arg
 
 template <class C>
 void launch(const Args& a, int num_images, int max_rows, cudaStream_t stream) {
-  static std::atomic<uint64_t> smem_set{0};  // devices the kernel's shared-memory size is set on
-  int dev = 0;
-  GS_CUDA_CHECK(cudaGetDevice(&dev));
-  const uint64_t bit = uint64_t(1) << (dev & 63);
-  if (!(smem_set.load(std::memory_order_acquire) & bit)) {
-    allow_smem(vision_attention_kernel<C>, C::kSmemBytes);
-    smem_set.fetch_or(bit, std::memory_order_acq_rel);
-  }
+  allow_smem(vision_attention_kernel<C>, C::kSmemBytes);
   const dim3 grid((max_rows + C::kBlockM - 1) / C::kBlockM, a.heads, num_images);
   launch_pdl("vision_attention_kernel", vision_attention_kernel<C>, grid, C::kThreads, C::kSmemBytes, stream, a);
   GS_CUDA_LAUNCHED("vision_attention_kernel");
