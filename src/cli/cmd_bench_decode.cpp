@@ -111,10 +111,6 @@ Result bench_one(Gemma4Model& model, Backend& be, int batch, const BenchDecodeOp
   if (cfg.num_cache_layers(KvGroup::Sliding) > 0) pages[int(KvGroup::Sliding)] = batch * sliding_pages_per_seq;
   if (cfg.num_cache_layers(KvGroup::Full) > 0) pages[int(KvGroup::Full)] = batch * full_pages_per_seq;
   KvCache cache = be.allocate_kv_cache(cfg.kv_layout(), P, pages);
-  for (auto& pool : cache.pools) {
-    if (pool.k.defined()) be.fill_uniform(pool.k, 11, 1.f);
-    if (pool.v.defined()) be.fill_uniform(pool.v, 12, 1.f);
-  }
 
   std::vector<std::vector<int>> tables[kNumKvGroups];
   for (int g = 0; g < kNumKvGroups; ++g) tables[g].assign(size_t(batch), {});
@@ -126,7 +122,15 @@ Result bench_one(Gemma4Model& model, Backend& be, int batch, const BenchDecodeOp
 
   DecodeGraphOptions graphs;
   if (!o.enforce_eager) graphs = DecodeGraphOptions{batch, total};
+  // Tensor parallel: model is rank 0's, and its runner runs every step on every rank's thread.
   ModelRunner runner(model, cache, P, batch, batch, graphs);
+  // The pretend context's K/V: random, on every rank.
+  runner.for_each_rank_cache([](Backend& rank_be, KvCache& c) {
+    for (auto& pool : c.pools) {
+      if (pool.k.defined()) rank_be.fill_uniform(pool.k, 11, 1.f);
+      if (pool.v.defined()) rank_be.fill_uniform(pool.v, 12, 1.f);
+    }
+  });
 
   // Launches the step whose new token sits at position `pos`. With `feedback` that token is the
   // one the step still in flight samples: a placeholder here, copied on the device by the runner.
@@ -244,9 +248,9 @@ int run_single(const BenchDecodeOptions& o, const std::vector<int>& batches) {
   return 0;
 }
 
-// Every rank runs the same steps on its thread (its own runner, cache and graphs); the
-// collectives keep them in step, and every rank samples the same ids from the same gathered
-// logits. Rank 0's timing is reported; the floor counts rank 0's shard of the weights and KV.
+// Rank 0's runner launches every step on every rank's thread (runner/model_runner.h), as serving
+// does; rank 0 samples. Rank 0's timing is reported; the floor counts rank 0's shard of the
+// weights and KV.
 int run_tensor_parallel(const BenchDecodeOptions& o, const std::vector<int>& batches) {
   const auto t_load = std::chrono::steady_clock::now();
   GpuCollectiveOptions collectives;
@@ -258,14 +262,10 @@ int run_tensor_parallel(const BenchDecodeOptions& o, const std::vector<int>& bat
   log::info("bench-decode: {} on {} ready in {:.1f} s", o.model, tp.describe(),
             std::chrono::duration<double>(std::chrono::steady_clock::now() - t_load).count());
   std::vector<Result> results;
-  for (int b : batches) {
-    Result r0;
-    tp.run([&](int r) {
-      Result res = bench_one(tp.model(r), tp.backend(r), b, o);
-      if (r == 0) r0 = res;
-    });
-    results.push_back(r0);
-  }
+  // This thread drives rank 0 (its device made current here) and through rank 0's runner every
+  // rank, as the engine does when serving.
+  tp.backend(0).make_current();
+  for (int b : batches) results.push_back(bench_one(tp.model(0), tp.backend(0), b, o));
   print_results(o, fmt::format("TP{} {}", o.tensor_parallel_size, tp.backend(0).name()), results);
   return 0;
 }
@@ -273,6 +273,10 @@ int run_tensor_parallel(const BenchDecodeOptions& o, const std::vector<int>& bat
 int run(const BenchDecodeOptions& o) {
   GS_CHECK(o.context >= 0 && o.steps > 0 && o.warmup >= 0, "bench-decode: --context >= 0, --steps > 0, --warmup >= 0");
   GS_CHECK(o.tensor_parallel_size >= 1, "--tensor-parallel-size must be at least 1 (got {})", o.tensor_parallel_size);
+  // The ranks' runner keeps one step in flight (ModelRunner::can_launch_ahead), as serving does.
+  GS_CHECK(o.tensor_parallel_size == 1 || !o.overlap,
+           "--overlap with --tensor-parallel-size {}: tensor-parallel steps are not overlapped yet",
+           o.tensor_parallel_size);
   const std::vector<int> batches = parse_int_list(o.batches);
   if (o.tensor_parallel_size > 1) return run_tensor_parallel(o, batches);
   return run_single(o, batches);

@@ -82,6 +82,9 @@ Engine::Engine(std::shared_ptr<Gemma4Model> model, EngineOptions opts) : impl_(s
   GS_CHECK(model, "engine: no model");
   m.model = std::move(model);
   m.opts = std::move(opts);
+  // The memory plan, the cache and the runner live on the model's device, whichever device this
+  // thread used before (data-parallel replicas are made one after another on one thread).
+  m.model->backend().make_current();
   m.setup = setup_engine(*m.model, m.opts);
   log::info("{}", m.setup.plan.describe());
   if (!m.setup.plan.warning.empty()) log::warn("{}", m.setup.plan.warning);
@@ -251,6 +254,9 @@ void Engine::Impl::finish(Sequence* s, FinishReason why, const std::string& erro
 }
 
 void Engine::Impl::loop() {
+  // CUDA binds a device per thread: this thread launches on the model's device (a replica's or
+  // tensor-parallel rank 0's, not the process's default).
+  model->backend().make_current();
   while (true) {
     {
       std::unique_lock<std::mutex> lock(mu);

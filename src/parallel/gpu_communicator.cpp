@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/thread_activity.h"
 #include "kernels/cuda/cuda_check.h"
 #include "parallel/custom_all_reduce.h"
 #include "parallel/launch_gate.h"
@@ -42,22 +43,26 @@ class NcclCommunicator final : public Communicator {
   std::string name() const override { return custom_ ? "nccl+custom" : "nccl"; }
 
   void all_reduce_sum(const Tensor& x) override {
-    const bool gated = enter_step();
-    if (custom_ && x.nbytes() <= threshold_ && custom_->fits(x))
+    const bool gated = enter_step("at the launch gate before an all-reduce");
+    if (custom_ && x.nbytes() <= threshold_ && custom_->fits(x)) {
+      mark_activity("enqueueing the custom all-reduce");
       custom_->all_reduce_sum(x, stream_);
-    else
+    } else {
+      mark_activity("enqueueing ncclAllReduce");
       check("ncclAllReduce", ncclAllReduce(x.data, x.data, size_t(x.numel()), nccl_type(x.dtype, rank_), ncclSum,
                                            comm_, stream_));
-    leave_step(gated);
+    }
+    leave_step(gated, "at the launch gate after an all-reduce");
   }
 
   void all_gather_rows(const Tensor& shard, const Tensor& out) override {
     GS_CHECK(out.numel() == shard.numel() * size_ && out.dtype == shard.dtype,
              "rank {}: all_gather_rows: out {} must hold {} shards {}", rank_, out.str(), size_, shard.str());
-    const bool gated = enter_step();
+    const bool gated = enter_step("at the launch gate before an all-gather");
+    mark_activity("enqueueing ncclAllGather");
     check("ncclAllGather",
           ncclAllGather(shard.data, out.data, size_t(shard.numel()), nccl_type(shard.dtype, rank_), comm_, stream_));
-    leave_step(gated);
+    leave_step(gated, "at the launch gate after an all-gather");
   }
 
   void all_gather_cols(const Tensor& shard, const Tensor& out) override {
@@ -69,7 +74,8 @@ class NcclCommunicator final : public Communicator {
     GS_CHECK(scratch_.defined() && scratch_.nbytes() >= out.nbytes(),
              "rank {}: all_gather_cols of {} bytes, {} reserved (Communicator::reserve)", rank_, out.nbytes(),
              scratch_.defined() ? scratch_.nbytes() : 0);
-    const bool gated = enter_step();
+    const bool gated = enter_step("at the launch gate before an all-gather");
+    mark_activity("enqueueing ncclAllGather");
     check("ncclAllGather",
           ncclAllGather(shard.data, scratch_.data, size_t(shard.numel()), nccl_type(shard.dtype, rank_), comm_, stream_));
     const size_t es = dtype_size(shard.dtype), row = size_t(C) * es;
@@ -77,7 +83,7 @@ class NcclCommunicator final : public Communicator {
       GS_CUDA_CHECK(cudaMemcpy2DAsync(out.ptr<char>() + size_t(r) * row, row * size_t(size_),
                                       scratch_.ptr<char>() + size_t(r) * shard.nbytes(), row, row, size_t(R),
                                       cudaMemcpyDeviceToDevice, stream_));
-    leave_step(gated);
+    leave_step(gated, "at the launch gate after an all-gather");
   }
 
   void barrier() override {
@@ -93,20 +99,28 @@ class NcclCommunicator final : public Communicator {
   void abort() override {
     bool expected = false;
     if (aborted_.compare_exchange_strong(expected, true)) ncclCommAbort(comm_);
-    gate_->abort();
+    if (gate_) gate_->abort();
   }
 
  private:
   // The ranks' threads meet before and after enqueueing a collective (why: launch_gate.h); not
   // while capturing a graph, which enqueues nothing. A rank that throws in between leaves the
   // others at the second gate until the failure aborts the group (RankWorkers).
-  bool enter_step() {
+  // Every collective passes here: it is counted and marked (core/thread_activity.h), so a stalled
+  // step reports which rank is at which collective.
+  bool enter_step(const char* where) {
+    if (ThreadActivity* a = current_thread_activity()) a->collectives.fetch_add(1, std::memory_order_relaxed);
     if (!gate_ || capturing()) return false;
+    mark_activity(where);
     gate_->arrive_and_wait();
     return true;
   }
-  void leave_step(bool gated) {
-    if (gated) gate_->arrive_and_wait();
+  void leave_step(bool gated, const char* where) {
+    if (gated) {
+      mark_activity(where);
+      gate_->arrive_and_wait();
+    }
+    mark_activity("enqueueing compute");
   }
   bool capturing() const {
     cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
@@ -161,7 +175,9 @@ std::vector<std::unique_ptr<Communicator>> make_gpu_communicators(const std::vec
     if (custom.empty()) log::warn("custom all-reduce off ({}): every all-reduce goes through NCCL", why);
   }
   std::vector<std::unique_ptr<Communicator>> out;
-  auto gate = std::make_shared<LaunchGate>(n);
+  // GS_TP_LAUNCH_GATE=0: no gate (to measure what it costs or rule it out).
+  const char* gate_env = std::getenv("GS_TP_LAUNCH_GATE");
+  auto gate = gate_env && std::string(gate_env) == "0" ? nullptr : std::make_shared<LaunchGate>(n);
   for (int r = 0; r < n; ++r)
     out.push_back(std::make_unique<NcclCommunicator>(comms[size_t(r)], r, n, *ranks[size_t(r)],
                                                      custom.empty() ? nullptr : std::move(custom[size_t(r)]),

@@ -1,11 +1,17 @@
 #include "parallel/rank_workers.h"
 
+#include <chrono>
+#include <cstdlib>
+
 #include "core/error.h"
+#include "core/log.h"
 
 namespace gs {
 
 RankWorkers::RankWorkers(int size, std::function<void()> on_abort) : on_abort_(std::move(on_abort)) {
   GS_CHECK(size >= 1, "rank workers: {} ranks", size);
+  activity_ = std::make_unique<ThreadActivity[]>(size_t(size));
+  if (const char* s = std::getenv("GS_TP_STALL_REPORT_S")) stall_report_s_ = std::atoi(s);
   for (int r = 0; r < size; ++r) threads_.emplace_back([this, r] { loop(r); });
 }
 
@@ -19,6 +25,7 @@ RankWorkers::~RankWorkers() {
 }
 
 void RankWorkers::loop(int rank) {
+  current_thread_activity() = &activity_[size_t(rank)];
   uint64_t seen = 0;
   for (;;) {
     const std::function<void(int)>* job;
@@ -30,6 +37,7 @@ void RankWorkers::loop(int rank) {
       job = job_;
     }
     std::string error;
+    mark_activity("running its part of the step");
     try {
       (*job)(rank);
     } catch (const std::exception& e) {
@@ -37,6 +45,7 @@ void RankWorkers::loop(int rank) {
     } catch (...) {
       error = "unknown exception";
     }
+    mark_activity(error.empty() ? "done with the step" : "failed");
     bool first_failure = false;
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -58,9 +67,24 @@ void RankWorkers::run(const std::function<void(int rank)>& fn) {
   pending_ = size();
   ++job_id_;
   start_cv_.notify_all();
-  done_cv_.wait(lk, [&] { return pending_ == 0; });
+  const auto started = std::chrono::steady_clock::now();
+  const auto interval = std::chrono::seconds(stall_report_s_ > 0 ? stall_report_s_ : 1 << 30);
+  while (!done_cv_.wait_for(lk, interval, [&] { return pending_ == 0; })) {
+    const auto s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
+    log::warn("tensor parallel: a step has run for {} s; {}", s.count(), describe_ranks());
+  }
   job_ = nullptr;
   if (!failure_text_.empty()) throw Error("tensor parallel: {}", failure_text_);
+}
+
+std::string RankWorkers::describe_ranks() const {
+  std::string out;
+  for (int r = 0; r < size(); ++r) {
+    const ThreadActivity& a = activity_[size_t(r)];
+    out += fmt::format("{}rank {}: {} ({} collectives enqueued)", r ? "; " : "", r,
+                       a.where.load(std::memory_order_relaxed), a.collectives.load(std::memory_order_relaxed));
+  }
+  return out;
 }
 
 }  // namespace gs

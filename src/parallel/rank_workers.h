@@ -2,14 +2,18 @@
 // process drives every GPU). run(fn) calls fn(rank) on every rank's thread at once and returns when
 // all are done. When a rank throws, the group's communicators are aborted so that the other ranks,
 // blocked in a collective, fail too instead of waiting forever; run() then throws the first
-// failure, naming its rank.
+// failure, naming its rank. A run that takes longer than the stall interval (GS_TP_STALL_REPORT_S,
+// default 30 s; 0 turns it off) logs where every rank's thread is (core/thread_activity.h), once per
+// interval: a hung group says which rank waits for what.
 #pragma once
+#include <memory>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
 
+#include "core/thread_activity.h"
 #include "parallel/communicator.h"
 
 namespace gs {
@@ -29,6 +33,7 @@ class RankWorkers {
 
  private:
   void loop(int rank);
+  std::string describe_ranks() const;
 
   std::vector<std::thread> threads_;
   std::function<void()> on_abort_;
@@ -39,6 +44,8 @@ class RankWorkers {
   int pending_ = 0;
   bool stop_ = false;
   std::string failure_text_;
+  std::unique_ptr<ThreadActivity[]> activity_;
+  int stall_report_s_ = 30;
 };
 
 }  // namespace gs

@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/thread_activity.h"
 
 namespace gs {
 
@@ -34,9 +35,11 @@ ForwardOutput DecodeGraphs::forward(const std::vector<SequenceStep>& steps, cons
     return it->second.out;
   }
   // First step of this shape: run it eagerly (sizing workspaces and GEMM plans), then record it.
+  mark_activity("eager forward before a graph capture");
   ForwardOutput out = model_.forward(p.ids, p.batch, cache_, p.logit_rows);
   be_.begin_capture();
   try {
+    mark_activity("capturing a decode graph");
     model_.forward(p.ids, p.batch, cache_, p.logit_rows);
   } catch (...) {
     try {

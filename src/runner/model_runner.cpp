@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/thread_activity.h"
 #include "runner/batch_builder.h"
 #include "runner/step_images.h"
 
@@ -141,6 +142,7 @@ void ModelRunner::launch_here(const std::vector<SequenceStep>& seqs) {
     if (!rows.empty()) be_.copy_from_host(rows_t, rows.data());
     st.batch = build_attention_batch(be_, seqs, page_size_);
     be_.set_step_rows(int(ids.size()));
+    mark_activity("eager forward");
     st.fwd = model_.forward(ids_t, st.batch, cache_, rows_t, &images);
     counters_.eager_steps++;
   }
@@ -188,6 +190,14 @@ void ModelRunner::enqueue_sampling(Launched& st) {
 void ModelRunner::reset() {
   if (!group_) return reset_here();
   on_every_rank([&](int r) { r == 0 ? reset_here() : followers_[size_t(r - 1)]->reset_here(); });
+}
+
+void ModelRunner::for_each_rank_cache(const std::function<void(Backend&, KvCache&)>& fn) {
+  if (!group_) return fn(be_, cache_);
+  on_every_rank([&](int r) {
+    if (r == 0) fn(be_, cache_);
+    else fn(followers_[size_t(r - 1)]->be_, rank_caches_[size_t(r - 1)]);
+  });
 }
 
 void ModelRunner::reset_here() {

@@ -73,6 +73,9 @@ class ModelRunner {
   const Tensor& last_hidden() const { return last_hidden_; }
   // After a failed step: waits for whatever was enqueued and forgets every launched step.
   void reset();
+  // fn(backend, cache) for every rank's KV cache, each on its rank's thread (rank 0's: the
+  // caller's): a benchmark fills the caches of its pretend context this way.
+  void for_each_rank_cache(const std::function<void(Backend&, KvCache&)>& fn);
 
   // Steps run so far from a graph / eagerly, and graphs recorded (startup logs, bench-decode).
   struct Counters {

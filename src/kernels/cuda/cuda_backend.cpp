@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "core/thread_activity.h"
 #include "kernels/cuda/attention.h"
 #include "kernels/cuda/cuda_check.h"
 #include "kernels/cuda/device_allocator.h"
@@ -103,6 +104,7 @@ class CudaBackend final : public Backend {
   void copy_to_host(const Tensor& src, void* dst) override {
     GS_CHECK(src.device == Device::CUDA, "copy_to_host: source {} is not on the GPU", src.str());
     GS_CHECK(!capturing(), "copy_to_host from {}: not allowed while a CUDA graph is captured", src.str());
+    ActivityScope busy("copying to the host (waits for its GPU)");
     if (src.nbytes()) GS_CUDA_CHECK(cudaMemcpyAsync(dst, src.data, src.nbytes(), cudaMemcpyDeviceToHost, stream_));
     GS_CUDA_CHECK(cudaStreamSynchronize(stream_));
   }
@@ -145,7 +147,10 @@ class CudaBackend final : public Backend {
     GS_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
     return total_b;
   }
-  void synchronize() override { GS_CUDA_CHECK(cudaStreamSynchronize(stream_)); }
+  void synchronize() override {
+    ActivityScope busy("waiting for its GPU (cudaStreamSynchronize)");
+    GS_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  }
 
   KvCache allocate_kv_cache(const KvLayout& layout, int page_size, const int num_pages[kNumKvGroups]) override {
     GS_CHECK(page_size > 0, "allocate_kv_cache: page size {} must be positive", page_size);
@@ -390,6 +395,7 @@ class CudaBackend final : public Backend {
 
   int end_capture() override {
     GS_CHECK(capturing(), "end_capture: no capture in progress");
+    ActivityScope busy("ending a graph capture and instantiating it");
     cudaGraph_t graph = nullptr;
     GS_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
     cudaGraphExec_t exec = nullptr;
@@ -402,6 +408,7 @@ class CudaBackend final : public Backend {
 
   void replay(int graph) override {
     GS_CHECK(graph >= 0 && graph < int(graphs_.size()) && graphs_[size_t(graph)], "replay: no graph {}", graph);
+    ActivityScope busy("launching a graph (cudaGraphLaunch)");
     GS_CUDA_CHECK(cudaGraphLaunch(graphs_[size_t(graph)], stream_));
   }
 
@@ -435,6 +442,7 @@ class CudaBackend final : public Backend {
   void wait_fence(uint64_t fence) override {
     GS_CHECK(fence <= last_fence_, "wait_fence: fence {} was never recorded (last {})", fence, last_fence_);
     if (fence == 0) return;
+    ActivityScope busy("waiting for a step's fence (cudaEventSynchronize)");
     GS_CUDA_CHECK(cudaEventSynchronize(fences_[fence % fences_.size()]));
   }
 
