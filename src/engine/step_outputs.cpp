@@ -24,8 +24,16 @@ void StepOutputs::prepare(StepPlan& plan) {
     // tokens whatever else is batched with it, and again after a preemption.
     st.sampling.step = uint64_t(s.num_generated());
     if (st.sample) {
-      adjust_[i] = logit_adjustments(s);
-      if (!adjust_[i].empty()) st.adjust = &adjust_[i];
+      // A verify's row r samples the token after its first r drafts: adjusted as if they were
+      // accepted, which is the only case in which its token is used.
+      const std::span<const int> drafts(s.tokens.data() + s.tokens.size() - size_t(st.num_drafts),
+                                        size_t(st.num_drafts));
+      bool any = false;
+      for (int r = 0; r < st.sampled_rows(); ++r) {
+        adjust_[i].push_back(logit_adjustments(s, drafts.first(size_t(r))));
+        any |= !adjust_[i].back().empty();
+      }
+      if (any) st.adjust = adjust_[i].data();
     }
     st.logprobs = sp.logprobs;
     if (s.pending_row >= 0) {
@@ -40,8 +48,9 @@ bool StepOutputs::needs_counts(const SamplingParams& sp) {
   return sp.presence_penalty != 0.f || sp.frequency_penalty != 0.f || sp.repetition_penalty != 1.f;
 }
 
-LogitAdjustRow StepOutputs::logit_adjustments(Sequence& s) {
+LogitAdjustRow StepOutputs::logit_adjustments(Sequence& s, std::span<const int> drafts) {
   const SamplingParams& sp = s.req.sampling;
+  const int generated = s.num_generated() + int(drafts.size());
   LogitAdjustRow row;
   row.repetition_penalty = sp.repetition_penalty;
   row.presence_penalty = sp.presence_penalty;
@@ -55,18 +64,20 @@ LogitAdjustRow StepOutputs::logit_adjustments(Sequence& s) {
   for (auto [token, bias] : sp.logit_bias) entry(token).bias = bias;
   // min_tokens (vLLM): while fewer tokens than that were generated, no token may end the output. A
   // placeholder of a step in flight counts: it is generated, only not known yet.
-  if (s.num_generated() < sp.min_tokens) {
+  if (generated < sp.min_tokens) {
     if (!sp.ignore_eos)
       for (int t : eos_ids) entry(t).banned = true;
     for (int t : sp.stop_token_ids) entry(t).banned = true;
   }
   const bool repetition = sp.repetition_penalty != 1.f;
   if (needs_counts(sp)) {
-    for (auto [token, count] : s.output_counts) {
+    auto count = [&](int token, int n) {
       LogitAdjustToken& e = entry(token);
-      e.count = count;
+      e.count += n;
       e.repeated = repetition && !std::binary_search(s.prompt_set_ids.begin(), s.prompt_set_ids.end(), token);
-    }
+    };
+    for (auto [token, n] : s.output_counts) count(token, n);
+    for (int token : drafts) count(token, 1);
   }
   if (repetition && !s.prompt_set_ids.empty()) {
     GS_CHECK(backend, "engine: '{}' has a repetition penalty but no backend holds its prompt set", s.req.id);
@@ -95,10 +106,8 @@ FinishReason StepOutputs::finish_reason(const Sequence& s) const {
 
 int StepOutputs::draft_budget(const Sequence& s, int k) const {
   const SamplingParams& sp = s.req.sampling;
-  // Every verify row must sample as decode would with the same adjustments: no counts-based
-  // penalties, and min_tokens' bans over already.
-  if (needs_counts(sp) || s.num_generated() < sp.min_tokens) return 0;
-  // A verify of k drafts emits up to k + 1 tokens and writes positions up to tokens.size() - 1 + k.
+  // Penalties and min_tokens need no exception: each verify row is adjusted as if the drafts
+  // before it were accepted (prepare()). A verify of k drafts emits up to k + 1 tokens and writes positions up to tokens.size() - 1 + k.
   return std::max(0, std::min({k, sp.max_tokens - s.num_generated() - 1, max_model_len - int(s.tokens.size())}));
 }
 

@@ -3,6 +3,7 @@
 // penalties), and the runner's outputs folded back into the sequences (new token, penalty counts,
 // log-probabilities, finish rules) and pushed to each request's OutputChannel.
 #pragma once
+#include <span>
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -44,15 +45,19 @@ struct StepOutputs {
   // Whether the step after the one sampling s's next token may be scheduled before that token is
   // known: the token cannot end s by length, and no penalty needs its count.
   bool can_run_ahead(const Sequence& s) const;
-  // The logit adjustments of s's next sampled token (empty when it has none).
-  LogitAdjustRow logit_adjustments(Sequence& s);
+  // The logit adjustments of s's next sampled token (empty when it has none); with `drafts`, of
+  // the token after them, as if they had been accepted (a verify's later rows: the drafts count
+  // for the penalties and min_tokens as generated tokens would).
+  LogitAdjustRow logit_adjustments(Sequence& s, std::span<const int> drafts = {});
   // How many of k drafts s's next step may verify (0: it decodes one token as usual).
   int draft_budget(const Sequence& s, int k) const;
   // Whether s's sampling reads the counts of its generated tokens (penalties).
   static bool needs_counts(const SamplingParams& sp);
 
  private:
-  std::vector<LogitAdjustRow> adjust_;  // the step's rows, read by the runner during launch()
+  // Per step of the plan, its sampled rows' adjustments (a verify has 1 + drafts rows), read by
+  // the runner during launch().
+  std::vector<std::vector<LogitAdjustRow>> adjust_;
 };
 
 }  // namespace gs

@@ -166,9 +166,9 @@ void ModelRunner::enqueue_sampling(Launched& st) {
       SamplingRow row = s.sampling;
       row.step += uint64_t(r);
       sampling.push_back(row);
-      adjust.push_back(s.adjust ? *s.adjust : LogitAdjustRow{});
+      adjust.push_back(s.adjust ? s.adjust[r] : LogitAdjustRow{});
+      any_adjust |= s.adjust && !s.adjust[r].empty();
     }
-    any_adjust |= s.adjust && !s.adjust->empty();
   }
   // Bias, bans and penalties shape the distribution that is sampled and reported, as in vLLM.
   if (any_adjust) be_.adjust_logits(logits, adjust);

@@ -37,8 +37,8 @@ struct SequenceStep {
   // rows are all sampled (row i with sampling.step + i), each scoring the token after its own.
   int num_drafts = 0;
   SamplingRow sampling;         // seed and step already set
-  // Bias, bans and penalties of the sampled row (Backend::adjust_logits), or null when none; read
-  // during ModelRunner::launch() only.
+  // Bias, bans and penalties of the sampled rows (Backend::adjust_logits): sampled_rows()
+  // consecutive rows, or null when none; read during ModelRunner::launch() only.
   const LogitAdjustRow* adjust = nullptr;
   int logprobs = -1;  // -1: none; 0: the chosen token's; n: plus the top n
   // >= 0: the last token (a placeholder on the host) is sampled row `feedback_row` of the step

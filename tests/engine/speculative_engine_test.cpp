@@ -1,7 +1,8 @@
 // Speculative decoding in the serving loop, on the cpu backend with the target + assistant pairs of
 // fixtures/draft_golden: greedy output with the drafter equals greedy output without it, request
 // by request, with chunked prefill, prefix hits, preemption, stop tokens and length limits in the
-// mix; rounds are counted under vLLM's names, and every page comes back.
+// mix, penalties and min_tokens inside verified runs; rounds are counted under vLLM's names, and
+// every page comes back.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -201,6 +202,53 @@ TEST(SpeculativeEngineScripted, AcceptedRunsKeepGreedyOutputExact) {
       if (wrong_every > 100) EXPECT_LT(stats.steps, plain_stats.steps);
       if (kv) EXPECT_GT(stats.preemptions + plain_stats.preemptions, 0u) << "the small pool should preempt";
     }
+  }
+}
+
+// Penalties and min_tokens inside verified runs: each verify row is adjusted as if the drafts
+// before it were accepted (their counts, one more generated token each), so greedy output with
+// scripted, mostly right drafts equals greedy output without drafts, and every request drafts.
+TEST(SpeculativeEngineScripted, PenaltiesAndMinTokensInsideAcceptedRuns) {
+  Pair p = load_pair("e2b_like");
+  Workload w = make_workload(20, 9);
+  const auto unpenalized = run(p, w, options(8, 64, 0));
+  for (size_t i = 0; i < w.requests.size(); ++i) {
+    SamplingParams& sp = w.requests[i].sampling;
+    sp.max_tokens = std::max(sp.max_tokens, 8);
+    switch (i % 4) {
+      case 0: sp.presence_penalty = 1.5f; break;
+      case 1: sp.frequency_penalty = 0.7f, sp.repetition_penalty = 1.4f; break;
+      case 2: {
+        // A stop token the unpenalized run draws second, banned for the first 5 tokens.
+        const std::vector<int>& t = unpenalized.at(w.requests[i].id).tokens;
+        if (t.size() >= 2) sp.stop_token_ids = {t[1]};
+        sp.min_tokens = 5;
+        sp.ignore_eos = false;
+        break;
+      }
+      default: sp.repetition_penalty = 0.8f, sp.min_tokens = 3; break;
+    }
+  }
+  const EngineOptions plain = options(8, 64, 0);
+  const auto want = run(p, w, plain);
+  int changed = 0;
+  std::map<std::string, std::vector<int>> cont;
+  for (const auto& [id, r] : want) {
+    cont[id] = r.tokens;
+    changed += r.tokens != unpenalized.at(id).tokens;
+  }
+  EXPECT_GT(changed, int(w.requests.size()) / 2) << "the penalties should change most outputs";
+  for (int wrong_every : {1000000, 3}) {
+    SCOPED_TRACE("one draft in " + std::to_string(wrong_every) + " wrong");
+    auto source = std::make_shared<ScriptedDrafts>(cont, 4, wrong_every, p.target->config().vocab_size);
+    EngineOptions spec = plain;
+    spec.speculative.source = source;
+    EngineStats stats;
+    const auto got = run(p, w, spec, &stats);
+    for (const auto& [id, ref] : want) expect_same_greedy(got.at(id), ref, id);
+    // Every request has a penalty or min_tokens: drafts were verified for them.
+    EXPECT_GT(stats.spec_drafts, w.requests.size());
+    if (wrong_every > 100) EXPECT_GT(stats.spec_accepted_tokens, stats.spec_draft_tokens * 3 / 4);
   }
 }
 
