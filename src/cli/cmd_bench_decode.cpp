@@ -273,10 +273,6 @@ int run_tensor_parallel(const BenchDecodeOptions& o, const std::vector<int>& bat
 int run(const BenchDecodeOptions& o) {
   GS_CHECK(o.context >= 0 && o.steps > 0 && o.warmup >= 0, "bench-decode: --context >= 0, --steps > 0, --warmup >= 0");
   GS_CHECK(o.tensor_parallel_size >= 1, "--tensor-parallel-size must be at least 1 (got {})", o.tensor_parallel_size);
-  // The ranks' runner keeps one step in flight (ModelRunner::can_launch_ahead), as serving does.
-  GS_CHECK(o.tensor_parallel_size == 1 || !o.overlap,
-           "--overlap with --tensor-parallel-size {}: tensor-parallel steps are not overlapped yet",
-           o.tensor_parallel_size);
   const std::vector<int> batches = parse_int_list(o.batches);
   if (o.tensor_parallel_size > 1) return run_tensor_parallel(o, batches);
   return run_single(o, batches);

@@ -24,6 +24,9 @@ class Communicator {
   virtual void all_gather_cols(const Tensor& shard, const Tensor& out) = 0;
   // all_gather_cols along rows: out [size·R, C], rank r's rows at [r·R, (r+1)·R).
   virtual void all_gather_rows(const Tensor& shard, const Tensor& out) = 0;
+  // x on every rank = x on rank `root`, in place (any dtype; same shape everywhere). Rank 0's
+  // sampled ids reach the other ranks this way, for steps launched ahead (ModelRunner).
+  virtual void broadcast(const Tensor& x, int root) = 0;
   // Returns once every rank has reached it (on cuda: their streams have, and this host waits).
   virtual void barrier() = 0;
   // Sizes scratch for collectives of up to `bytes` per rank and output. Call outside graph capture

@@ -86,6 +86,13 @@ class NcclCommunicator final : public Communicator {
     leave_step(gated, "at the launch gate after an all-gather");
   }
 
+  void broadcast(const Tensor& x, int root) override {
+    const bool gated = enter_step("at the launch gate before a broadcast");
+    mark_activity("enqueueing ncclBroadcast");
+    check("ncclBroadcast", ncclBroadcast(x.data, x.data, x.nbytes(), ncclUint8, root, comm_, stream_));
+    leave_step(gated, "at the launch gate after a broadcast");
+  }
+
   void barrier() override {
     check("ncclAllReduce (barrier)", ncclAllReduce(token_.data, token_.data, 1, ncclFloat32, ncclSum, comm_, stream_));
     be_.synchronize();

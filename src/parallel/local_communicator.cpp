@@ -95,6 +95,18 @@ class LocalCommunicator final : public Communicator {
     });
   }
 
+  void broadcast(const Tensor& x, int root) override {
+    GS_CHECK(x.device == Device::CPU, "local broadcast: {} is not on the host", x.str());
+    GS_CHECK(root >= 0 && root < size(), "local broadcast: root {} of {} ranks", root, size());
+    g_->publish(rank_, x);
+    g_->wait_all(rank_);
+    const Tensor& src = g_->slot(root);
+    GS_CHECK(src.shape == x.shape && src.dtype == x.dtype, "local broadcast: rank {} sent {}, rank {} has {}", root,
+             src.str(), rank_, x.str());
+    if (rank_ != root) std::memcpy(x.data, src.data, x.nbytes());
+    g_->wait_all(rank_);  // the root's tensor stays in place until every rank has copied it
+  }
+
   void barrier() override { g_->wait_all(rank_); }
   void abort() override { g_->abort(); }
 

@@ -74,7 +74,6 @@ ModelRunner::Counters ModelRunner::counters() const {
 }
 
 bool ModelRunner::can_launch_ahead() const {
-  if (group_) return false;
   return inflight_.size() == 1 && inflight_.back().num_prompt_rows == 0;
 }
 
@@ -148,6 +147,10 @@ void ModelRunner::launch_here(const std::vector<SequenceStep>& seqs) {
   }
 
   if (st.num_sampled > 0 && !follower_) enqueue_sampling(st);
+  // Tensor parallel: rank 0's sampled ids reach every rank's out_ids_, where a step launched ahead
+  // reads its last tokens from (the feedback scatter above runs on every rank).
+  if (st.num_sampled > 0 && model_.tensor_parallel())
+    model_.tensor_parallel()->broadcast(out_ids_.slice(0, st.num_sampled), 0);
   // Every step gets a fence, so collect() always waits for its step: the host never runs more
   // than one step ahead of the device.
   st.fence = be_.record_fence();

@@ -19,8 +19,8 @@
 // Tensor parallelism: when the model is rank 0 of a group (Gemma4Model::rank_group()), the runner
 // also makes a follower runner and a KV cache (same pages) for every other rank, and launch(),
 // collect() and reset() run on every rank's thread. Followers run the forward only (the
-// collectives need every rank); rank 0 samples from its gathered logits. No launch-ahead then (a
-// follower cannot take its input id from rank 0's sampled ids on the device). A rank that fails
+// collectives need every rank); rank 0 samples from its gathered logits and broadcasts the ids, so
+// that a step launched ahead reads its input ids on every rank's device. A rank that fails
 // leaves the group unusable: the runner logs it and ends the process (nothing waits forever).
 //
 // Logit rows: the sampled rows come first (the last row of each chunk that reaches the end of its
