@@ -151,11 +151,12 @@ GS_REGISTER_COMMAND(serve, "serve", "Serve a model over an OpenAI-compatible HTT
                       app.add_option("--tensor-parallel-size,--tp", o->stack.tensor_parallel_size,
                                      "Split the model over N GPUs of this host (cuda:0..N-1; --backend cpu: N cpu "
                                      "ranks), one thread each, over NCCL and a peer-memory all-reduce; one endpoint. "
-                                     "N must divide the attention heads and the vocabulary (docs/scale-out.md)")
+                                     "N must divide the attention heads and the MLP widths (docs/scale-out.md)")
                           ->capture_default_str();
                       app.add_option("--data-parallel-size,--dp", o->stack.data_parallel_size,
-                                     "Serve N engine replicas behind this endpoint (cuda:0..N-1, or N cpu engines), "
-                                     "each with the whole model; requests go to the replica that served their "
+                                     "Serve N engine replicas behind this endpoint (cuda:0..N-1, or N cpu engines; with "
+                                     "--tensor-parallel-size T, replica r on cuda:rT..rT+T-1), each with the whole "
+                                     "model; requests go to the replica that served their "
                                      "prompt's prefix, unless it is busier than the least-loaded one")
                           ->capture_default_str();
                       app.add_flag("--disable-custom-all-reduce", o->stack.disable_custom_all_reduce,

@@ -76,17 +76,16 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
            "--enable-multimodal does not run with --tensor-parallel-size > 1 yet");
   GS_CHECK(o.data_parallel_size >= 1, "--data-parallel-size must be at least 1 (got {})", o.data_parallel_size);
   const bool data_parallel = o.data_parallel_size > 1;
-  GS_CHECK(!data_parallel || !tensor_parallel, "--data-parallel-size with --tensor-parallel-size > 1 is not supported yet");
   GS_CHECK(!data_parallel || o.speculative_model.empty(),
            "--speculative-model does not run with --data-parallel-size > 1 yet");
 
   auto t0 = std::chrono::steady_clock::now();
   LoadedModel loaded;
+  GpuCollectiveOptions collectives;
+  collectives.custom_all_reduce = !o.disable_custom_all_reduce;
   if (tensor_parallel) {
     // Every rank loads its shard on its own thread and device; the engine drives rank 0, whose
     // runner runs each step on every rank (runner/model_runner.h).
-    GpuCollectiveOptions collectives;
-    collectives.custom_all_reduce = !o.disable_custom_all_reduce;
     s->tp_ = std::make_shared<TensorParallelModel>(spec, s->backend_name_, o.tensor_parallel_size,
                                                    backend_options(o.kernel_policy), collectives);
     loaded.config = s->tp_->config();
@@ -164,17 +163,28 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
     std::vector<Engine*> engines = {s->engine_.get()};
     for (int r = 1; r < o.data_parallel_size; ++r) {
       Replica rep;
-      rep.backend = create_backend(replica_backend_name(s->backend_name_, r), backend_options(o.kernel_policy));
-      LoadedModel l = load_model(spec, *rep.backend);
-      rep.model = std::make_shared<Gemma4Model>(l.config, std::move(l.weights), *rep.backend);
+      if (tensor_parallel) {
+        // Replica r is a TP group of its own on the next tensor_parallel_size devices.
+        rep.tp = std::make_shared<TensorParallelModel>(spec, s->backend_name_, o.tensor_parallel_size,
+                                                       backend_options(o.kernel_policy), collectives,
+                                                       r * o.tensor_parallel_size);
+        rep.model = std::shared_ptr<Gemma4Model>(rep.tp, &rep.tp->model(0));
+      } else {
+        rep.backend = create_backend(replica_backend_name(s->backend_name_, r), backend_options(o.kernel_policy));
+        LoadedModel l = load_model(spec, *rep.backend);
+        rep.model = std::make_shared<Gemma4Model>(l.config, std::move(l.weights), *rep.backend);
+      }
       rep.engine = std::make_unique<Engine>(rep.model, engine);
       engines.push_back(rep.engine.get());
       s->replicas_.push_back(std::move(rep));
     }
     s->client_ = std::make_unique<api::ReplicaRouter>(engines, engine.page_size);
+    const int devices = o.data_parallel_size * o.tensor_parallel_size;
     log::info("data parallel: {} replicas ({}), requests routed by prefix, then load", o.data_parallel_size,
-              s->backend_name_ == "cpu" ? "cpu" : fmt::format("{} to cuda:{}", s->backend_->name(),
-                                                              o.data_parallel_size - 1));
+              s->backend_name_ == "cpu" ? "cpu"
+              : tensor_parallel
+                  ? fmt::format("each {} GPUs: cuda:0..{}", o.tensor_parallel_size, devices - 1)
+                  : fmt::format("{} to cuda:{}", s->backend_->name(), o.data_parallel_size - 1));
   } else {
     s->client_ = std::make_unique<api::EngineClientFor>(*s->engine_);
   }

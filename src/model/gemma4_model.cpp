@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "model/gemma4_blocks.h"
+#include "model/tensor_parallel.h"
 
 namespace gs {
 
@@ -26,7 +27,7 @@ void expect_shape(const Tensor& t, Shape s, const std::string& what) {
 void validate_weights(const ModelConfig& cfg, const ModelWeights& w, int ranks) {
   const int64_t H = cfg.hidden_size, L = cfg.num_layers;
   GS_CHECK(int64_t(w.layers.size()) == L, "model: {} layer weights for {} layers", w.layers.size(), L);
-  expect_shape(w.embed, Shape{cfg.vocab_size / ranks, H}, "embed_tokens");
+  expect_shape(w.embed, Shape{vocab_shard_rows(cfg, ranks), H}, "embed_tokens");
   expect_shape(w.final_norm, Shape{H}, "norm");
   if (cfg.ple_dim > 0) {
     GS_CHECK(w.ple_table.defined() && w.ple_table.ndim() == 2 && w.ple_table.dim(1) == L * cfg.ple_dim,
@@ -152,8 +153,8 @@ void Gemma4Model::reserve(int max_tokens, int max_logit_rows) {
   }
   if (tp_) {
     ws->tp = tp_;
-    ws->logits_shard = be_.empty(DType::F32, Shape{max_logit_rows, cfg_.vocab_size / tp_->size()});
-    tp_->reserve(ws->logits.nbytes());
+    ws->logits_shard = be_.empty(DType::F32, Shape{max_logit_rows, vocab_shard_rows(cfg_, tp_->size())});
+    tp_->reserve(ws->logits_shard.nbytes() * size_t(tp_->size()));  // the gather, padding included
   }
   ws_ = std::move(ws);
 }

@@ -15,7 +15,6 @@ void check_tensor_parallel(const ModelConfig& cfg, int size) {
   if (size == 1) return;
   GS_CHECK(!cfg.is_assistant, "tensor parallelism runs a decoder, not the MTP assistant {}", cfg.architecture);
   check_divides(size, cfg.num_q_heads, "num_attention_heads");
-  check_divides(size, cfg.vocab_size, "vocab_size");
   for (int i = 0; i < cfg.num_layers; ++i) {
     const LayerSpec& l = cfg.layers[size_t(i)];
     if (l.num_kv_heads >= size) check_divides(size, l.num_kv_heads, "the KV heads of a layer");
@@ -25,6 +24,10 @@ void check_tensor_parallel(const ModelConfig& cfg, int size) {
     check_divides(size, l.intermediate, "the MLP width (intermediate_size)");
   }
   if (cfg.moe) check_divides(size, cfg.moe_intermediate_size, "moe_intermediate_size");
+}
+
+int64_t vocab_shard_rows(const ModelConfig& full, int size) {
+  return (int64_t(full.vocab_size) + size - 1) / size;
 }
 
 ModelConfig shard_config(const ModelConfig& full, int size) {

@@ -79,6 +79,18 @@ class Loader {
     return be_.upload_weight(concat_host(pieces, cat_dim));
   }
 
+  // Rows [start, start + len) of a 2-D weight, followed by zero rows up to `rows` in all.
+  Tensor padded_rows(const std::string& name, Shape expect, int64_t start, int64_t len, int64_t rows) {
+    const Tensor whole = host_view(get(name, expect));
+    if (len == rows) return be_.upload_weight(cut_host(whole, 0, start, len));
+    Tensor out = host_tensor(whole.dtype, {rows, expect[1]});
+    const size_t row_bytes = size_t(expect[1]) * dtype_size(whole.dtype);
+    std::memset(out.data, 0, size_t(rows) * row_bytes);
+    if (len > 0)
+      std::memcpy(out.data, static_cast<const uint8_t*>(whole.data) + size_t(start) * row_bytes, size_t(len) * row_bytes);
+    return be_.upload_weight(out);
+  }
+
   // The left and right column halves of a [rows, 2·c] weight as two [rows, c] weights.
   std::pair<Tensor, Tensor> column_halves(const std::string& name, Shape expect) {
     const Tensor whole = host_view(get(name, expect));
@@ -291,8 +303,10 @@ ModelWeights load_weights(const Checkpoint& ckpt, const ModelConfig& cfg, Backen
   const std::string& P = cfg.weight_prefix;
   const int64_t H = cfg.hidden_size, V = cfg.vocab_size;
   ModelWeights w;
-  const int64_t Vs = V / shard.size;  // vocabulary-parallel embedding and LM head
-  w.embed = ld.sharded({{P + "embed_tokens.weight", {V, H}, 0, shard.rank * Vs, Vs}});
+  // Vocabulary-parallel embedding and LM head; the last shards end in zero rows when the ranks do
+  // not divide V (model/tensor_parallel.h).
+  const int64_t Vs = vocab_shard_rows(cfg, shard.size), first = std::min(V, shard.rank * Vs);
+  w.embed = ld.padded_rows(P + "embed_tokens.weight", {V, H}, first, std::min(Vs, V - first), Vs);
   w.final_norm = ld.weight(P + "norm.weight", {H});
   if (cfg.ple_dim) {
     const int64_t LP = int64_t(cfg.num_layers) * cfg.ple_dim;

@@ -19,7 +19,8 @@ class Communicator {
 
   // x = Σ over ranks of x, in place. Every rank ends with identical bits.
   virtual void all_reduce_sum(const Tensor& x) = 0;
-  // out [R, size·C] = every rank's shard [R, C] side by side, rank r's at columns [r·C, (r+1)·C).
+  // out [R, N] = every rank's shard [R, C] side by side, rank r's at columns [r·C, (r+1)·C), for
+  // (size-1)·C < N <= size·C: columns past N (the padding of the last shards) are dropped.
   // (The vocab-parallel LM head: each rank computes the logits of its slice of the vocabulary.)
   virtual void all_gather_cols(const Tensor& shard, const Tensor& out) = 0;
   // all_gather_cols along rows: out [size·R, C], rank r's rows at [r·R, (r+1)·R).

@@ -3,6 +3,7 @@
 
 #include <nccl.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 
@@ -66,23 +67,27 @@ class NcclCommunicator final : public Communicator {
   }
 
   void all_gather_cols(const Tensor& shard, const Tensor& out) override {
-    const int64_t R = shard.rows(), C = shard.cols();
-    GS_CHECK(out.rows() == R && out.cols() == C * size_ && out.dtype == shard.dtype,
-             "rank {}: all_gather_cols: out {} must be [{}, {}]", rank_, out.str(), R, C * size_);
+    const int64_t R = shard.rows(), C = shard.cols(), N = out.cols();
+    GS_CHECK(out.rows() == R && N > C * (size_ - 1) && N <= C * size_ && out.dtype == shard.dtype,
+             "rank {}: all_gather_cols: out {} must be [{}, ({}, {}]]", rank_, out.str(), R, C * (size_ - 1),
+             C * size_);
     // NCCL gathers whole buffers end to end ([size, R, C]); strided copies put each rank's
     // block of columns in place.
-    GS_CHECK(scratch_.defined() && scratch_.nbytes() >= out.nbytes(),
-             "rank {}: all_gather_cols of {} bytes, {} reserved (Communicator::reserve)", rank_, out.nbytes(),
+    GS_CHECK(scratch_.defined() && scratch_.nbytes() >= shard.nbytes() * size_t(size_),
+             "rank {}: all_gather_cols of {} bytes, {} reserved (Communicator::reserve)", rank_,
+             shard.nbytes() * size_t(size_),
              scratch_.defined() ? scratch_.nbytes() : 0);
     const bool gated = enter_step("at the launch gate before an all-gather");
     mark_activity("enqueueing ncclAllGather");
     check("ncclAllGather",
           ncclAllGather(shard.data, scratch_.data, size_t(shard.numel()), nccl_type(shard.dtype, rank_), comm_, stream_));
     const size_t es = dtype_size(shard.dtype), row = size_t(C) * es;
-    for (int r = 0; r < size_; ++r)
-      GS_CUDA_CHECK(cudaMemcpy2DAsync(out.ptr<char>() + size_t(r) * row, row * size_t(size_),
-                                      scratch_.ptr<char>() + size_t(r) * shard.nbytes(), row, row, size_t(R),
+    for (int r = 0; r < size_; ++r) {
+      const size_t width = size_t(std::min(C, N - int64_t(r) * C)) * es;  // the last shards' padding dropped
+      GS_CUDA_CHECK(cudaMemcpy2DAsync(out.ptr<char>() + size_t(r) * row, size_t(N) * es,
+                                      scratch_.ptr<char>() + size_t(r) * shard.nbytes(), row, width, size_t(R),
                                       cudaMemcpyDeviceToDevice, stream_));
+    }
     leave_step(gated, "at the launch gate after an all-gather");
   }
 

@@ -1,5 +1,6 @@
 #include "parallel/local_communicator.h"
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <mutex>
@@ -76,14 +77,16 @@ class LocalCommunicator final : public Communicator {
 
   void all_gather_cols(const Tensor& shard, const Tensor& out) override {
     const int64_t R = shard.rows(), C = shard.cols();
-    GS_CHECK(out.rows() == R && out.cols() == C * size() && out.dtype == shard.dtype,
-             "all_gather_cols: out {} must be [{}, {}] of the shard's dtype ({})", out.str(), R, C * size(),
-             shard.str());
+    const int64_t N = out.cols();
+    GS_CHECK(out.rows() == R && N > C * (size() - 1) && N <= C * size() && out.dtype == shard.dtype,
+             "all_gather_cols: out {} must be [{}, ({}, {}]] of the shard's dtype ({})", out.str(), R,
+             C * (size() - 1), C * size(), shard.str());
     gather(shard, [&](int r, const Tensor& t) {
       const size_t es = dtype_size(t.dtype), row = size_t(C) * es;
+      const size_t width = size_t(std::min(C, N - int64_t(r) * C)) * es;  // the last shards' padding dropped
       for (int64_t i = 0; i < R; ++i)
-        std::memcpy(out.ptr<char>() + (size_t(i) * size() + size_t(r)) * row, t.ptr<const char>() + size_t(i) * row,
-                    row);
+        std::memcpy(out.ptr<char>() + size_t(i) * size_t(N) * es + size_t(r) * row, t.ptr<const char>() + size_t(i) * row,
+                    width);
     });
   }
 

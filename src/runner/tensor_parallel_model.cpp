@@ -11,17 +11,18 @@ namespace gs {
 
 namespace {
 
-std::string rank_backend_name(const std::string& backend, int rank) {
+std::string rank_backend_name(const std::string& backend, int device) {
   if (backend == "cpu") return "cpu";
   GS_CHECK(backend == "cuda", "--tensor-parallel-size runs on --backend cpu or cuda (rank r on cuda:r), not {}",
            backend);
-  return "cuda:" + std::to_string(rank);
+  return "cuda:" + std::to_string(device);
 }
 
 }  // namespace
 
 TensorParallelModel::TensorParallelModel(const ModelSpec& spec, const std::string& backend, int size,
-                                         const BackendOptions& options, const GpuCollectiveOptions& collectives) {
+                                         const BackendOptions& options, const GpuCollectiveOptions& collectives,
+                                         int first_device) {
   full_ = resolve_model_config(spec, &dir_);
   check_tensor_parallel(full_, size);
   ranks_.resize(size_t(size));
@@ -31,7 +32,7 @@ TensorParallelModel::TensorParallelModel(const ModelSpec& spec, const std::strin
   });
   // Each backend is made on its rank's thread, which it binds to its device.
   workers_->run([&](int r) {
-    ranks_[size_t(r)].backend = create_backend(rank_backend_name(backend, r), options);
+    ranks_[size_t(r)].backend = create_backend(rank_backend_name(backend, first_device + r), options);
     ranks_[size_t(r)].backend->make_current();
   });
   if (backend == "cuda" && size > 1 && cuda_modules_load_lazily())
@@ -60,7 +61,7 @@ TensorParallelModel::TensorParallelModel(const ModelSpec& spec, const std::strin
     } else {
       // Dummy weights of the shard's shapes (performance only: not slices of one full model).
       ModelConfig dummy = shard;
-      dummy.vocab_size = full_.vocab_size / size;
+      dummy.vocab_size = int(vocab_shard_rows(full_, size));
       w = make_dummy_weights(dummy, be, spec.dummy_seed + uint64_t(r));
     }
     ranks_[size_t(r)].model = std::make_unique<Gemma4Model>(shard, std::move(w), be, communicator(r));

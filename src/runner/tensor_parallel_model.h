@@ -21,10 +21,11 @@ namespace gs {
 
 class TensorParallelModel final : public RankGroup {
  public:
-  // backend: "cpu" (every rank a cpu backend) or "cuda" (rank r on cuda:r). Loads each rank's
-  // shard on its own thread. Throws gs::Error naming the failing rank.
+  // backend: "cpu" (every rank a cpu backend) or "cuda" (rank r on cuda:first_device + r; a
+  // data-parallel replica of TP groups starts past the previous group's devices). Loads each
+  // rank's shard on its own thread. Throws gs::Error naming the failing rank.
   TensorParallelModel(const ModelSpec& spec, const std::string& backend, int size, const BackendOptions& options = {},
-                      const GpuCollectiveOptions& collectives = {});
+                      const GpuCollectiveOptions& collectives = {}, int first_device = 0);
   ~TensorParallelModel() override;
 
   const ModelConfig& config() const { return full_; }  // the whole model's

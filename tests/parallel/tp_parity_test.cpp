@@ -1,6 +1,7 @@
 // Tensor parallelism on cpu ranks equals one device: TP2 on every golden fixture, TP4 on random
 // checkpoints of each fixture kind with 4 query heads (the fixtures have 2, which 4 ranks cannot
-// split), in prefill, chunked and decode modes; greedy continuations identical.
+// split), in prefill, chunked and decode modes, and with a vocabulary the ranks do not divide;
+// greedy continuations identical.
 //
 // Tolerance: the ranks add the row-parallel partial sums in another order than one device's GEMM
 // does (f32 on cpu), so logits differ by rounding only; we assert max |Δ| <= 1e-4 · max(1, |l|).
@@ -95,6 +96,27 @@ TEST_P(TpParity, FourRanksEqualOneDeviceOnTheFixtureKindWithFourHeads) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, TpParity, testing::Values("dense", "e2b_like", "k_eq_v", "moe"),
                          [](const testing::TestParamInfo<std::string>& i) { return i.param; });
+
+// A vocabulary the ranks do not divide (509, prime; the demo model's 2027 is prime too): the last
+// shards of the embedding and LM head end in zero rows, and the gathered logits drop their columns.
+TEST(TpParity, VocabularyTheRanksDoNotDivideIsPadded) {
+  for (const std::string kind : {"dense", "e2b_like"}) {
+    const std::string src = golden_dir(kind);
+    nlohmann::json cfg = read_json(src + "/config.json");
+    nlohmann::json& text = cfg.contains("text_config") ? cfg["text_config"] : cfg;
+    text["num_attention_heads"] = 4;
+    text["vocab_size"] = 509;
+    const std::string dir = (fs::temp_directory_path() / ("gs_tp_vocab_" + kind + "_" + std::to_string(::getpid()))).string();
+    RandomCheckpointOptions opts;
+    opts.seed = 11;
+    write_random_checkpoint(cfg, read_json(src + "/generation_config.json"), dir, opts);
+    std::vector<int> tokens = golden_tokens(src);
+    for (int& t : tokens) t %= 509;
+    tokens.back() = 508;  // the last row of the last shard
+    for (int ranks : {2, 4}) check_parity(dir, tokens, ranks);
+    fs::remove_all(dir);
+  }
+}
 
 TEST(TpParity, MisfitSizeIsAClearError) {
   try {
