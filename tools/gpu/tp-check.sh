@@ -9,7 +9,7 @@
 #   4. bench: `gemmaserve bench-allreduce` (decode messages at batch 1 and 64 of hidden 5376 and a
 #      size sweep, 2 and 4 GPUs);
 #   5. decode: `gemmaserve bench-decode` of 31B (GS_TP_DECODE_MODEL) with dummy weights at batch 1 and
-#      64, TP1 beside TP2 (and TP4).
+#      64, TP1 beside TP2 (and TP4), and TP2 (TP4) again with --overlap: the same greedy tokens.
 # Full logs go to RESULTS_DIR; a short table is printed last. NCCL_NVLS_ENABLE=0 (NVLink
 # SHARP multicast stays off on the lent machines).
 #
@@ -84,6 +84,16 @@ if has decode; then
       > "$results/decode_tp$n.txt" 2>> "$results/decode.log"
     rc=$?
     note decode "$([[ $rc == 0 ]] && echo ok || echo FAIL)" "TP$n: $(grep -E '^\| (1|64) \|' "$results/decode_tp$n.txt" | awk -F'|' '{printf "batch%s %s ms (floor%s); ", $2, $3, $7}')"
+    [[ $n -gt 1 ]] || continue
+    # Overlapped steps under TP (rank 0 broadcasts its sampled ids; a step launched ahead reads them
+    # on every rank): greedy tokens must equal the serial run's.
+    timeout ${GS_T_DECODE:-150} "$gs_bin" bench-decode --model "${GS_TP_DECODE_MODEL:-31b}" --load-format dummy \
+      --backend cuda --tensor-parallel-size $n --batch 1,64 --context 1024 --steps 32 --overlap \
+      --json "$results/decode_tp${n}_overlap.json" > "$results/decode_tp${n}_overlap.txt" 2>> "$results/decode.log"
+    rc=$?
+    same=$(python3 -c 'import json,sys; a,b=(json.load(open(f)) for f in sys.argv[1:]); print("tokens equal" if [r["tokens_fnv1a"] for r in a]==[r["tokens_fnv1a"] for r in b] else "TOKENS DIFFER")' \
+      "$results/decode_tp$n.json" "$results/decode_tp${n}_overlap.json" 2>/dev/null || echo "no result")
+    note decode "$([[ $rc == 0 && $same == "tokens equal" ]] && echo ok || echo FAIL)" "TP$n overlapped: $same; $(grep -E '^\| (1|64) \|' "$results/decode_tp${n}_overlap.txt" | awk -F'|' '{printf "batch%s %s ms; ", $2, $3}')"
   done
 fi
 
