@@ -30,10 +30,12 @@ class RankWorkers {
   // Runs fn(rank) on every rank's thread; one run at a time. After a failure every later run
   // throws the same error: a group with an aborted communicator cannot continue.
   void run(const std::function<void(int rank)>& fn);
+  // Where every rank's thread is ("rank 0: <its mark> (N collectives enqueued); rank 1: ..."): the
+  // stall report's text, callable from any thread.
+  std::string describe_ranks() const;
 
  private:
   void loop(int rank);
-  std::string describe_ranks() const;
 
   std::vector<std::thread> threads_;
   std::function<void()> on_abort_;
