@@ -1,7 +1,10 @@
 #include "parallel/rank_workers.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
+
+#include <spdlog/spdlog.h>
 
 #include "core/error.h"
 #include "core/log.h"
@@ -60,18 +63,42 @@ void RankWorkers::loop(int rank) {
   }
 }
 
-void RankWorkers::run(const std::function<void(int rank)>& fn) {
+void RankWorkers::run(const std::function<void(int rank)>& fn, int deadline_s) {
   std::unique_lock<std::mutex> lk(mu_);
   if (!failure_text_.empty()) throw Error("tensor parallel: {}", failure_text_);
   job_ = &fn;
   pending_ = size();
   ++job_id_;
   start_cv_.notify_all();
-  const auto started = std::chrono::steady_clock::now();
-  const auto interval = std::chrono::seconds(stall_report_s_ > 0 ? stall_report_s_ : 1 << 30);
-  while (!done_cv_.wait_for(lk, interval, [&] { return pending_ == 0; })) {
-    const auto s = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started);
-    log::warn("tensor parallel: a step has run for {} s; {}", s.count(), describe_ranks());
+  using Clock = std::chrono::steady_clock;
+  const auto started = Clock::now();
+  const auto never = started + std::chrono::hours(24 * 365);
+  const auto deadline = deadline_s > 0 ? started + std::chrono::seconds(deadline_s) : never;
+  auto next_report = stall_report_s_ > 0 ? started + std::chrono::seconds(stall_report_s_) : never;
+  bool stuck_called = false;
+  while (!done_cv_.wait_until(lk, std::min(next_report, stuck_called ? never : deadline),
+                              [&] { return pending_ == 0; })) {
+    const auto now = Clock::now();
+    const long long s = std::chrono::duration_cast<std::chrono::seconds>(now - started).count();
+    if (!stuck_called && now >= deadline) {
+      stuck_called = true;
+      const std::string report =
+          fmt::format("tensor parallel: a step has not finished after {} s (GS_TP_STEP_TIMEOUT_S); {}", s,
+                      describe_ranks());
+      lk.unlock();
+      if (on_stuck_) {
+        on_stuck_(report);
+      } else {
+        log::error("{}; stopping the process: a stuck rank cannot be recovered", report);
+        spdlog::default_logger()->flush();
+        std::_Exit(70);
+      }
+      lk.lock();
+    }
+    if (now >= next_report) {
+      log::warn("tensor parallel: a step has run for {} s; {}", s, describe_ranks());
+      next_report += std::chrono::seconds(stall_report_s_);
+    }
   }
   job_ = nullptr;
   if (!failure_text_.empty()) throw Error("tensor parallel: {}", failure_text_);

@@ -4,7 +4,11 @@
 // blocked in a collective, fail too instead of waiting forever; run() then throws the first
 // failure, naming its rank. A run that takes longer than the stall interval (GS_TP_STALL_REPORT_S,
 // default 30 s; 0 turns it off) logs where every rank's thread is (core/thread_activity.h), once per
-// interval: a hung group says which rank waits for what.
+// interval: a hung group says which rank waits for what. A run given a deadline (the steps of
+// serving, not loading) that passes it calls on_stuck with that report; by default that logs it and
+// ends the process, since no call can pull a rank's thread out of a stuck CUDA call, and a
+// supervisor restarting the server beats a server that answers /health and never finishes a
+// request.
 #pragma once
 #include <memory>
 #include <condition_variable>
@@ -29,7 +33,10 @@ class RankWorkers {
   int size() const { return int(threads_.size()); }
   // Runs fn(rank) on every rank's thread; one run at a time. After a failure every later run
   // throws the same error: a group with an aborted communicator cannot continue.
-  void run(const std::function<void(int rank)>& fn);
+  // deadline_s > 0: on_stuck (below) is called once the run has taken that long.
+  void run(const std::function<void(int rank)>& fn, int deadline_s = 0);
+  // What a run past its deadline does (default: log the report and _Exit(70)); for tests.
+  void set_on_stuck(std::function<void(const std::string& report)> fn) { on_stuck_ = std::move(fn); }
   // Where every rank's thread is ("rank 0: <its mark> (N collectives enqueued); rank 1: ..."): the
   // stall report's text, callable from any thread.
   std::string describe_ranks() const;
@@ -48,6 +55,7 @@ class RankWorkers {
   std::string failure_text_;
   std::unique_ptr<ThreadActivity[]> activity_;
   int stall_report_s_ = 30;
+  std::function<void(const std::string&)> on_stuck_;
 };
 
 }  // namespace gs

@@ -1,5 +1,7 @@
 #include "runner/tensor_parallel_model.h"
 
+#include <cstdlib>
+
 #include "core/error.h"
 #include "core/log.h"
 #include "model/dummy_weights.h"
@@ -26,6 +28,7 @@ TensorParallelModel::TensorParallelModel(const ModelSpec& spec, const std::strin
   full_ = resolve_model_config(spec, &dir_);
   check_tensor_parallel(full_, size);
   ranks_.resize(size_t(size));
+  if (const char* t = std::getenv("GS_TP_STEP_TIMEOUT_S")) step_timeout_s_ = std::atoi(t);
   if (backend == "cuda" && size > 1) prefer_eager_module_loading();  // why: parallel/module_loading.h
   workers_ = std::make_unique<RankWorkers>(size, [this] {
     for (auto& c : comms_) c->abort();

@@ -43,7 +43,9 @@ class TensorParallelModel final : public RankGroup {
   // RankGroup (rank 0's model points here).
   int size() const override { return int(ranks_.size()); }
   Gemma4Model& rank_model(int rank) override { return model(rank); }
-  void run_on_ranks(const std::function<void(int rank)>& fn) override { run(fn); }
+  // A step of serving: past GS_TP_STEP_TIMEOUT_S (default 300 s; 0: never) the process stops with
+  // where every rank is (RankWorkers). Loading and other long jobs go through run(), without one.
+  void run_on_ranks(const std::function<void(int rank)>& fn) override { workers_->run(fn, step_timeout_s_); }
 
  private:
   struct Rank {
@@ -56,6 +58,7 @@ class TensorParallelModel final : public RankGroup {
   std::vector<Rank> ranks_;
   std::vector<std::unique_ptr<Communicator>> comms_;
   std::unique_ptr<RankWorkers> workers_;
+  int step_timeout_s_ = 300;
 };
 
 // sequence_logits and greedy_continuation (sequence_runner.h) run on every rank; rank 0's result.
