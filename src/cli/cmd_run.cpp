@@ -64,6 +64,7 @@ int run(RunOptions o) {
     o.stack.num_speculative_tokens = spec.num_tokens;
     o.stack.speculative_accept_rate = spec.accept_rate;
     o.stack.speculative_convention = spec.convention;
+    o.stack.speculative_disable_by_batch_size = spec.disable_by_batch_size;
   }
   o.stack.engine.kv_cache_memory_bytes = static_cast<size_t>(o.kv_cache_gib * (1ull << 30));
   // --image turns images on; each file goes in as a data: URL, through the server's own checks.

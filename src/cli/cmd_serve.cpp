@@ -62,6 +62,7 @@ int serve(ServeOptions o) {
     o.stack.num_speculative_tokens = spec.num_tokens;
     o.stack.speculative_accept_rate = spec.accept_rate;
     o.stack.speculative_convention = spec.convention;
+    o.stack.speculative_disable_by_batch_size = spec.disable_by_batch_size;
   }
   o.stack.engine.enable_prefix_caching = !o.no_prefix_caching;
   o.stack.multimodal = resolve_multimodal(o.multimodal);

@@ -155,6 +155,7 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
     GS_CHECK(o.speculative_accept_rate <= 0 || spec.format == LoadFormat::Dummy,
              "--speculative-accept-rate makes outputs meaningless: it is for benchmarks with --load-format dummy");
     engine.speculative.forced_accept_rate = o.speculative_accept_rate;
+    engine.speculative.disable_by_batch_size = o.speculative_disable_by_batch_size;
     log::info("speculative decoding: {} drafts {} tokens a round for {} ({} convention)", o.speculative_model,
               o.num_speculative_tokens, model_arg, o.speculative_convention);
   }

@@ -26,6 +26,7 @@ struct StackOptions {
   int num_speculative_tokens = 3;
   double speculative_accept_rate = 0;  // benchmarks only (--speculative-accept-rate)
   std::string speculative_convention = "transformers";
+  int speculative_disable_by_batch_size = 0;  // > 0: no drafting above this many running requests
   int tensor_parallel_size = 1;   // > 1: the model split over that many ranks (docs/scale-out.md)
   bool disable_custom_all_reduce = false;  // every all-reduce through NCCL
   int data_parallel_size = 1;     // > 1: that many engine replicas behind the endpoint (api/replica_router.h)

@@ -22,6 +22,11 @@ void add_speculative_options(CLI::App& app, SpeculativeFlags& f) {
                  "probability, so random weights can be timed at a chosen acceptance length (K drafts at "
                  "rate a give 1 + a + ... + a^K tokens a round). Outputs are meaningless")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--speculative-disable-by-batch-size", f.disable_by_batch_size,
+                 "Draft only while at most N requests are running (vLLM's speculative_disable_by_batch_size): "
+                 "large batches are compute-bound, where K+1 verify rows a request can cost more than the "
+                 "accepted tokens save (0: at every batch size)")
+      ->check(CLI::Range(0, 1 << 20));
   add_convention_option(app, f.convention);
 }
 
@@ -68,12 +73,22 @@ SpeculativeChoice resolve_speculative(const SpeculativeFlags& f) {
           throw Error("--speculative-config says num_speculative_tokens {} but --num-speculative-tokens {}", k,
                       f.num_tokens);
         c.num_tokens = k;
+      } else if (key == "disable_by_batch_size") {
+        if (!it->is_number_integer() || it->get<int64_t>() < 0)
+          throw Error("--speculative-config: disable_by_batch_size must be an integer >= 0, got {}", it->dump());
+        const int n = it->get<int>();
+        if (f.disable_by_batch_size >= 0 && f.disable_by_batch_size != n)
+          throw Error("--speculative-config says disable_by_batch_size {} but --speculative-disable-by-batch-size {}",
+                      n, f.disable_by_batch_size);
+        c.disable_by_batch_size = n;
       } else {
-        throw Error("--speculative-config: unknown key '{}' (method, model, num_speculative_tokens)", key);
+        throw Error("--speculative-config: unknown key '{}' (method, model, num_speculative_tokens, "
+                    "disable_by_batch_size)", key);
       }
     }
     if (c.model.empty()) throw Error("--speculative-config: no model (the MTP assistant)");
   }
+  if (f.disable_by_batch_size >= 0) c.disable_by_batch_size = f.disable_by_batch_size;
   c.accept_rate = f.accept_rate;
   c.convention = f.convention;
   if (c.model.empty() && f.accept_rate > 0)

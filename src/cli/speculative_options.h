@@ -14,6 +14,7 @@ struct SpeculativeFlags {
   std::string config;  // vLLM's JSON form
   double accept_rate = 0;  // benchmarks only: drafts pass with this probability (dummy weights)
   std::string convention = "transformers";  // where drafts sit (gemma4_drafter.h DraftConvention)
+  int disable_by_batch_size = -1;           // -1: not given (0: speculate at any batch)
 };
 
 void add_speculative_options(CLI::App& app, SpeculativeFlags& flags);
@@ -27,6 +28,7 @@ struct SpeculativeChoice {
   int num_tokens = 3;
   double accept_rate = 0;
   std::string convention = "transformers";
+  int disable_by_batch_size = 0;  // > 0: no drafting while more requests than this are running
 };
 SpeculativeChoice resolve_speculative(const SpeculativeFlags& flags);
 

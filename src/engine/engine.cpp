@@ -121,11 +121,14 @@ Engine::Engine(std::shared_ptr<Gemma4Model> model, EngineOptions opts) : impl_(s
                 "(--speculative-accept-rate, a benchmark switch): outputs are meaningless",
                 m.outputs.forced_accept_rate);
     log::info("speculative decoding: {} draft tokens per round from {} (greedy drafts, verified by rejection "
-              "sampling); overlapped scheduling off",
+              "sampling){}; overlapped scheduling off",
               m.proposer->num_speculative_tokens(),
               m.opts.speculative.source ? std::string("a scripted source")
                                         : fmt::format("a {}-layer MTP assistant",
-                                                      m.opts.speculative.drafter->config().num_layers));
+                                                      m.opts.speculative.drafter->config().num_layers),
+              m.opts.speculative.disable_by_batch_size > 0
+                  ? fmt::format(", none while more than {} requests run", m.opts.speculative.disable_by_batch_size)
+                  : std::string());
   }
   m.outputs.eos_ids = m.opts.eos_token_ids.empty() ? m.model->config().eos_token_ids : m.opts.eos_token_ids;
   m.outputs.max_model_len = m.setup.max_model_len;
@@ -360,6 +363,8 @@ bool Engine::Impl::run_one_step() {
 }
 
 void Engine::Impl::draft_after(const StepPlan& plan, const std::vector<RunnerOutput>& outs) {
+  const int off_above = opts.speculative.disable_by_batch_size;
+  if (off_above > 0 && int(sched->running().size()) > off_above) return;
   std::vector<DraftRequest> reqs;
   for (size_t i = 0; i < plan.size(); ++i) {
     Sequence* s = plan.seqs[i];

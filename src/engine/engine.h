@@ -29,6 +29,9 @@ struct SpeculativeOptions {
   // Benchmarks only (--speculative-accept-rate): each draft also passes with this probability, so
   // random weights can be timed at a chosen acceptance length; outputs are meaningless.
   double forced_accept_rate = 0;
+  // > 0: no drafting while more sequences than this are running (vLLM's
+  // speculative_disable_by_batch_size); they decode one token a step until the batch shrinks.
+  int disable_by_batch_size = 0;
   bool enabled() const { return drafter || source; }
 };
 

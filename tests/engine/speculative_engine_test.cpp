@@ -252,6 +252,34 @@ TEST(SpeculativeEngineScripted, PenaltiesAndMinTokensInsideAcceptedRuns) {
   }
 }
 
+// --speculative-disable-by-batch-size: no drafting while more sequences than N run. Outputs stay
+// exact; with N = 2 and 8 requests at once, fewer rounds draft than with no limit, and drafting
+// resumes once the batch has shrunk (the last requests still draft).
+TEST(SpeculativeEngineScripted, NoDraftsAboveTheBatchSizeLimit) {
+  Pair p = load_pair("dense");
+  Workload w = make_workload(8, 21);
+  for (GenerationRequest& r : w.requests) {
+    r.sampling.max_tokens = 8 + int(std::hash<std::string>{}(r.id) % 24);  // they finish at different times
+    r.sampling.ignore_eos = true;
+  }
+  const EngineOptions plain = options(8, 256, 0);
+  const auto want = run(p, w, plain);
+  std::map<std::string, std::vector<int>> cont;
+  for (const auto& [id, r] : want) cont[id] = r.tokens;
+  EngineStats unlimited, limited;
+  for (int limit : {0, 2}) {
+    auto source = std::make_shared<ScriptedDrafts>(cont, 3, 1000000, p.target->config().vocab_size);
+    EngineOptions spec = plain;
+    spec.speculative.source = source;
+    spec.speculative.disable_by_batch_size = limit;
+    const auto got = run(p, w, spec, limit ? &limited : &unlimited);
+    for (const auto& [id, ref] : want) expect_same_greedy(got.at(id), ref, id);
+  }
+  EXPECT_GT(limited.spec_drafts, 0u) << "the last requests, alone, should draft";
+  EXPECT_LT(limited.spec_drafts, unlimited.spec_drafts);
+  EXPECT_GT(limited.steps, unlimited.steps) << "without drafts the busy phase takes a step a token";
+}
+
 // The benchmark switch: at rate a every draft passes with probability a, so the mean acceptance
 // length of K drafts approaches 1 + a + ... + a^K (shorter where max_tokens cuts rounds); lengths
 // and pages stay right.
