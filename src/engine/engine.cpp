@@ -75,6 +75,10 @@ struct Engine::Impl {
   // Speculative decoding: drafts for every sequence of the collected step that sampled, may
   // speculate and goes on.
   void draft_after(const StepPlan& plan, const std::vector<RunnerOutput>& outs);
+  // --speculative-disable-by-batch-size: more sequences run than drafting allows.
+  bool drafting_paused() const;
+  // Whether the step after `cur` may be launched before `cur` is collected (see draft_after).
+  bool may_overlap(const StepPlan& cur) const;
 };
 
 Engine::Engine(std::shared_ptr<Gemma4Model> model, EngineOptions opts) : impl_(std::make_unique<Impl>()) {
@@ -113,22 +117,23 @@ Engine::Engine(std::shared_ptr<Gemma4Model> model, EngineOptions opts) : impl_(s
       m.proposer = std::make_shared<MtpDraftSource>(m.opts.speculative.drafter, m.opts.speculative.num_speculative_tokens,
                                                     m.opts.max_num_seqs, m.opts.page_size, m.cache,
                                                     m.setup.max_model_len, !m.opts.enforce_eager);
-    // Verify steps commit their tokens only once the drafts are checked, after the step's results.
-    m.opts.disable_overlap_schedule = true;
     m.outputs.forced_accept_rate = m.opts.speculative.forced_accept_rate;
     if (m.outputs.forced_accept_rate > 0)
       log::warn("speculative decoding: drafts pass with probability {} whatever the target says "
                 "(--speculative-accept-rate, a benchmark switch): outputs are meaningless",
                 m.outputs.forced_accept_rate);
     log::info("speculative decoding: {} draft tokens per round from {} (greedy drafts, verified by rejection "
-              "sampling){}; overlapped scheduling off",
+              "sampling){}; overlapped scheduling {}",
               m.proposer->num_speculative_tokens(),
               m.opts.speculative.source ? std::string("a scripted source")
                                         : fmt::format("a {}-layer MTP assistant",
                                                       m.opts.speculative.drafter->config().num_layers),
               m.opts.speculative.disable_by_batch_size > 0
                   ? fmt::format(", none while more than {} requests run", m.opts.speculative.disable_by_batch_size)
-                  : std::string());
+                  : std::string(),
+              m.opts.disable_overlap_schedule            ? "off"
+              : m.opts.speculative.disable_by_batch_size ? "only while drafting is paused"
+                                                         : "off while drafting");
   }
   m.outputs.eos_ids = m.opts.eos_token_ids.empty() ? m.model->config().eos_token_ids : m.opts.eos_token_ids;
   m.outputs.max_model_len = m.setup.max_model_len;
@@ -348,7 +353,8 @@ bool Engine::Impl::run_one_step() {
   // and, when overlapping, the next step.
   take_inbox();
   sched->commit(cur.plan);
-  const bool overlapped = !opts.disable_overlap_schedule && runner->can_launch_ahead() && launch_ahead(cur.plan);
+  const bool overlapped =
+      !opts.disable_overlap_schedule && may_overlap(cur.plan) && runner->can_launch_ahead() && launch_ahead(cur.plan);
   std::vector<RunnerOutput> outs = runner->collect();
   const auto collected = std::chrono::steady_clock::now();
   std::vector<StepOutputs::Finished> done = outputs.apply(cur.plan, outs);
@@ -362,9 +368,28 @@ bool Engine::Impl::run_one_step() {
   return true;
 }
 
-void Engine::Impl::draft_after(const StepPlan& plan, const std::vector<RunnerOutput>& outs) {
+bool Engine::Impl::drafting_paused() const {
   const int off_above = opts.speculative.disable_by_batch_size;
-  if (off_above > 0 && int(sched->running().size()) > off_above) return;
+  return off_above > 0 && int(sched->running().size()) > off_above;
+}
+
+bool Engine::Impl::may_overlap(const StepPlan& cur) const {
+  if (!proposer) return true;
+  // A verify's successor depends on how many drafts it accepts, and drafting needs the hidden
+  // state of the step just collected: with a drafter, steps overlap only while drafting is paused
+  // and no drafted token is waiting to be verified.
+  if (!drafting_paused()) return false;
+  for (const SequenceStep& st : cur.steps)
+    if (st.num_drafts > 0) return false;
+  for (const Sequence* s : sched->running())
+    if (!s->drafts.empty() || s->drafts_in_tokens > 0) return false;
+  return true;
+}
+
+void Engine::Impl::draft_after(const StepPlan& plan, const std::vector<RunnerOutput>& outs) {
+  // A step launched behind this one already carries these sequences on (and overwrote the hidden
+  // states); drafting resumes after a step that nothing overtook.
+  if (in_flight || drafting_paused()) return;
   std::vector<DraftRequest> reqs;
   for (size_t i = 0; i < plan.size(); ++i) {
     Sequence* s = plan.seqs[i];

@@ -253,8 +253,9 @@ TEST(SpeculativeEngineScripted, PenaltiesAndMinTokensInsideAcceptedRuns) {
 }
 
 // --speculative-disable-by-batch-size: no drafting while more sequences than N run. Outputs stay
-// exact; with N = 2 and 8 requests at once, fewer rounds draft than with no limit, and drafting
-// resumes once the batch has shrunk (the last requests still draft).
+// exact; with N = 2 and 8 requests at once, fewer rounds draft than with no limit, steps overlap
+// while drafting is paused, and drafting resumes once the batch has shrunk (the last requests
+// still draft).
 TEST(SpeculativeEngineScripted, NoDraftsAboveTheBatchSizeLimit) {
   Pair p = load_pair("dense");
   Workload w = make_workload(8, 21);
@@ -278,6 +279,21 @@ TEST(SpeculativeEngineScripted, NoDraftsAboveTheBatchSizeLimit) {
   EXPECT_GT(limited.spec_drafts, 0u) << "the last requests, alone, should draft";
   EXPECT_LT(limited.spec_drafts, unlimited.spec_drafts);
   EXPECT_GT(limited.steps, unlimited.steps) << "without drafts the busy phase takes a step a token";
+  // While drafting is paused, steps overlap as without a drafter; never while drafting.
+  EXPECT_GT(limited.overlapped_steps, 0u);
+  EXPECT_EQ(unlimited.overlapped_steps, 0u);
+  // The MTP drafter through the same transitions, with chunked prefill and preemption (a small KV
+  // pool and token budget): output still exact.
+  const EngineOptions small = options(6, 12, 1536 * 1024);
+  const auto want_small = run(p, w, small);
+  EngineOptions spec = small;
+  spec.speculative.drafter = p.drafter;
+  spec.speculative.num_speculative_tokens = 3;
+  spec.speculative.disable_by_batch_size = 3;
+  EngineStats stats;
+  const auto got = run(p, w, spec, &stats);
+  for (const auto& [id, ref] : want_small) expect_same_greedy(got.at(id), ref, id);
+  EXPECT_GT(stats.spec_drafts, 0u);
 }
 
 // The benchmark switch: at rate a every draft passes with probability a, so the mean acceptance
