@@ -13,17 +13,11 @@ fail() { echo "FAIL: $*"; echo "---- server log (tail) ----"; tail -30 "$work/se
 
 requests() {  # one output line per request
   local out="$1"; : >"$out"
-  local bodies=(
-    '{"prompt":"The river","max_tokens":24,"temperature":0}'
-    '{"prompt":"stone cloud tree wind fire salt glass","max_tokens":30,"temperature":0}'
-    '{"prompt":"a b c d e f","max_tokens":32,"temperature":0.8,"seed":5}'
-    '{"prompt":"Hello","max_tokens":20,"temperature":0,"n":2}'
-  )
-  for b in "${bodies[@]}"; do
-    curl -sf --max-time 120 "$GS_BASE_URL/v1/completions" -H 'Content-Type: application/json' -d "$b" |
-      python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps([[c["text"], c["finish_reason"]] for c in d["choices"]]))' >>"$out" ||
-      fail "request $b"
-  done
+  gs_completion_lines "$out" \
+    '{"prompt":"The river","max_tokens":24,"temperature":0}' \
+    '{"prompt":"stone cloud tree wind fire salt glass","max_tokens":30,"temperature":0}' \
+    '{"prompt":"a b c d e f","max_tokens":32,"temperature":0.8,"seed":5}' \
+    '{"prompt":"Hello","max_tokens":20,"temperature":0,"n":2}' || fail "a request failed"
 }
 metric() { curl -sf "$GS_BASE_URL/metrics" | awk -v m="$1" '$1 == m {print $2}' | head -1; }
 

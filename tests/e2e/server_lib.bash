@@ -82,3 +82,33 @@ GS_DEMO_DIR="${GEMMASERVE_HOME:-$HOME/.cache/gemmaserve}/demo"
 # Runs a client command under a 120 s limit; a failure is reported and recorded in the caller's
 # `status` (scripts set status=0 first and exit with it), so the remaining checks still run.
 gs_run() { timeout 120 "$@" || { echo "FAILED ($?): $*"; status=1; }; }
+
+# gs_completion_lines OUT BODY...: POSTs each JSON body to $GS_BASE_URL/v1/completions and appends
+# one line per request to OUT: [[text, finish_reason, logprob tokens or null] for each choice].
+# Returns non-zero at the first request that fails. Scripts compare two servers' OUT files.
+gs_completion_lines() {
+  local out="$1" b
+  shift
+  for b in "$@"; do
+    curl -sf --max-time 120 "$GS_BASE_URL/v1/completions" -H 'Content-Type: application/json' -d "$b" |
+      python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps([[c["text"], c["finish_reason"], (c.get("logprobs") or {}).get("tokens")] for c in d["choices"]]))' >>"$out" ||
+      { echo "request failed: $b" >&2; return 1; }
+  done
+}
+
+# gs_streamed_chat_line OUT BODY: streams a /v1/chat/completions request (BODY without "stream")
+# and appends the concatenated content deltas to OUT as one JSON string.
+gs_streamed_chat_line() {
+  local out="$1" body="$2"
+  curl -sfN --max-time 120 "$GS_BASE_URL/v1/chat/completions" -H 'Content-Type: application/json' \
+    -d "${body%\}},\"stream\":true}" |
+    python3 -c '
+import json, sys
+text = ""
+for line in sys.stdin:
+    line = line.strip()
+    if line.startswith("data: {"):
+        for c in json.loads(line[6:])["choices"]:
+            text += c.get("delta", {}).get("content") or ""
+print(json.dumps(text))' >>"$out"
+}

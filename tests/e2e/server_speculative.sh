@@ -12,30 +12,14 @@ fail() { echo "FAIL: $*"; echo "---- server log (tail) ----"; tail -30 "$work/se
 
 requests() {  # the same requests against whichever server runs; one output line per request
   local out="$1"; : >"$out"
-  local bodies=(
-    '{"prompt":"The river","max_tokens":24,"temperature":0}'
-    '{"prompt":"stone cloud tree wind fire salt glass","max_tokens":40,"temperature":0,"logprobs":2}'
-    '{"prompt":"Hello","max_tokens":30,"temperature":0,"n":2}'
-    '{"prompt":"a b c d e f","max_tokens":32,"temperature":0.8,"seed":5}'
-  )
-  for b in "${bodies[@]}"; do
-    curl -sf --max-time 120 "$GS_BASE_URL/v1/completions" -H 'Content-Type: application/json' -d "$b" |
-      python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps([[c["text"], c["finish_reason"], (c.get("logprobs") or {}).get("tokens")] for c in d["choices"]]))' >>"$out" ||
-      fail "request $b"
-  done
-  # Streamed: the concatenated deltas.
-  curl -sfN --max-time 120 "$GS_BASE_URL/v1/chat/completions" -H 'Content-Type: application/json' \
-    -d '{"messages":[{"role":"user","content":"Tell me about the moon"}],"max_tokens":40,"temperature":0,"stream":true}' |
-    python3 -c '
-import json, sys
-text = ""
-for line in sys.stdin:
-    line = line.strip()
-    if line.startswith("data: {"):
-        d = json.loads(line[6:])
-        for c in d["choices"]:
-            text += c.get("delta", {}).get("content") or ""
-print(json.dumps(text))' >>"$out" || fail "streamed request"
+  gs_completion_lines "$out" \
+    '{"prompt":"The river","max_tokens":24,"temperature":0}' \
+    '{"prompt":"stone cloud tree wind fire salt glass","max_tokens":40,"temperature":0,"logprobs":2}' \
+    '{"prompt":"Hello","max_tokens":30,"temperature":0,"n":2}' \
+    '{"prompt":"a b c d e f","max_tokens":32,"temperature":0.8,"seed":5}' || fail "a request failed"
+  gs_streamed_chat_line "$out" \
+    '{"messages":[{"role":"user","content":"Tell me about the moon"}],"max_tokens":40,"temperature":0}' ||
+    fail "streamed request"
 }
 
 gs_start_server "$bin" "$work/server.log" --backend cpu --max-model-len 512 --page-size 4

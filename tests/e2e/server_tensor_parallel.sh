@@ -2,7 +2,8 @@
 # Tensor parallelism behind the HTTP endpoint, on cpu ranks with the demo model (whose vocabulary,
 # 2027, two ranks do not divide: the padded LM head): `serve --tensor-parallel-size 2` and
 # `--data-parallel-size 2 --tensor-parallel-size 2` (two replicas, each a TP group) answer greedy
-# requests (plain, n > 1, streamed) exactly as one engine does, and shut down cleanly.
+# requests (plain, with logprobs, n > 1, streamed chat) exactly as one engine does, and shut down
+# cleanly.
 # Usage (ctest): bash server_tensor_parallel.sh GEMMASERVE_BINARY SOURCE_DIR
 set -euo pipefail
 bin="$1"; src="$2"
@@ -13,26 +14,13 @@ fail() { echo "FAIL: $*"; echo "---- server log (tail) ----"; tail -30 "$work/se
 
 requests() {  # one output line per request
   local out="$1"; : >"$out"
-  local bodies=(
-    '{"prompt":"The river","max_tokens":24,"temperature":0}'
-    '{"prompt":"stone cloud tree wind fire salt glass","max_tokens":30,"temperature":0}'
-    '{"prompt":"Hello","max_tokens":20,"temperature":0,"n":2}'
-  )
-  for b in "${bodies[@]}"; do
-    curl -sf --max-time 120 "$GS_BASE_URL/v1/completions" -H 'Content-Type: application/json' -d "$b" |
-      python3 -c 'import json,sys; d=json.load(sys.stdin); print(json.dumps([[c["text"], c["finish_reason"]] for c in d["choices"]]))' >>"$out" ||
-      fail "request $b"
-  done
-  curl -sfN --max-time 120 "$GS_BASE_URL/v1/completions" -H 'Content-Type: application/json' \
-    -d '{"prompt":"Tell me about the moon","max_tokens":40,"temperature":0,"stream":true}' |
-    python3 -c '
-import json, sys
-text = ""
-for line in sys.stdin:
-    line = line.strip()
-    if line.startswith("data: ") and line != "data: [DONE]":
-        text += "".join(c.get("text", "") for c in json.loads(line[6:])["choices"])
-print(json.dumps(text))' >>"$out" || fail "streamed request"
+  gs_completion_lines "$out" \
+    '{"prompt":"The river","max_tokens":24,"temperature":0}' \
+    '{"prompt":"stone cloud tree wind fire salt glass","max_tokens":30,"temperature":0,"logprobs":2}' \
+    '{"prompt":"Hello","max_tokens":20,"temperature":0,"n":2}' || fail "a request failed"
+  gs_streamed_chat_line "$out" \
+    '{"messages":[{"role":"user","content":"Tell me about the moon"}],"max_tokens":40,"temperature":0}' ||
+    fail "streamed request"
 }
 
 gs_start_server "$bin" "$work/server.log" --backend cpu --max-model-len 512 || fail "one engine did not start"
