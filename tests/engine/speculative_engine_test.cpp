@@ -162,6 +162,20 @@ class ScriptedDrafts : public DraftSource {
   int k_, wrong_every_, vocab_;
 };
 
+// Runs w with `o` plus drafts scripted from `want` (k a round, one in wrong_every wrong) and
+// expects every output to equal `want`'s; returns the source (its call count).
+std::shared_ptr<ScriptedDrafts> run_scripted_exact(Pair& p, const Workload& w, EngineOptions o,
+                                                   const std::map<std::string, Result>& want, int k, int wrong_every,
+                                                   EngineStats* stats) {
+  std::map<std::string, std::vector<int>> cont;
+  for (const auto& [id, r] : want) cont[id] = r.tokens;
+  auto source = std::make_shared<ScriptedDrafts>(cont, k, wrong_every, p.target->config().vocab_size);
+  o.speculative.source = source;
+  const auto got = run(p, w, o, stats);
+  for (const auto& [id, ref] : want) expect_same_greedy(got.at(id), ref, id);
+  return source;
+}
+
 TEST(SpeculativeEngineScripted, AcceptedRunsKeepGreedyOutputExact) {
   Pair p = load_pair("e2b_like");
   Workload w = make_workload(24, 5);
@@ -178,21 +192,13 @@ TEST(SpeculativeEngineScripted, AcceptedRunsKeepGreedyOutputExact) {
     const EngineOptions plain = options(8, batched, kv);
     EngineStats plain_stats;
     const auto want = run(p, w, plain, &plain_stats);
-    std::map<std::string, std::vector<int>> cont;
     int stopped = 0;
-    for (const auto& [id, r] : want) {
-      cont[id] = r.tokens;
-      stopped += r.finish == FinishReason::Stop;
-    }
+    for (const auto& [id, r] : want) stopped += r.finish == FinishReason::Stop;
     EXPECT_GT(stopped, 0) << "no request ends on a stop token";
     for (int wrong_every : {1000000, 5, 2}) {
       SCOPED_TRACE("one draft in " + std::to_string(wrong_every) + " wrong");
-      auto source = std::make_shared<ScriptedDrafts>(cont, 4, wrong_every, p.target->config().vocab_size);
-      EngineOptions spec = plain;
-      spec.speculative.source = source;
       EngineStats stats;
-      const auto got = run(p, w, spec, &stats);
-      for (const auto& [id, ref] : want) expect_same_greedy(got.at(id), ref, id);
+      const auto source = run_scripted_exact(p, w, plain, want, 4, wrong_every, &stats);
       EXPECT_GT(source->calls, 0);
       EXPECT_GT(stats.spec_accepted_tokens, stats.spec_draft_tokens / 4) << "the script's drafts are mostly right";
       // Right drafts are rejected only past a stop token (the script drafts filler there).
@@ -232,20 +238,12 @@ TEST(SpeculativeEngineScripted, PenaltiesAndMinTokensInsideAcceptedRuns) {
   const EngineOptions plain = options(8, 64, 0);
   const auto want = run(p, w, plain);
   int changed = 0;
-  std::map<std::string, std::vector<int>> cont;
-  for (const auto& [id, r] : want) {
-    cont[id] = r.tokens;
-    changed += r.tokens != unpenalized.at(id).tokens;
-  }
+  for (const auto& [id, r] : want) changed += r.tokens != unpenalized.at(id).tokens;
   EXPECT_GT(changed, int(w.requests.size()) / 2) << "the penalties should change most outputs";
   for (int wrong_every : {1000000, 3}) {
     SCOPED_TRACE("one draft in " + std::to_string(wrong_every) + " wrong");
-    auto source = std::make_shared<ScriptedDrafts>(cont, 4, wrong_every, p.target->config().vocab_size);
-    EngineOptions spec = plain;
-    spec.speculative.source = source;
     EngineStats stats;
-    const auto got = run(p, w, spec, &stats);
-    for (const auto& [id, ref] : want) expect_same_greedy(got.at(id), ref, id);
+    run_scripted_exact(p, w, plain, want, 4, wrong_every, &stats);
     // Every request has a penalty or min_tokens: drafts were verified for them.
     EXPECT_GT(stats.spec_drafts, w.requests.size());
     if (wrong_every > 100) EXPECT_GT(stats.spec_accepted_tokens, stats.spec_draft_tokens * 3 / 4);
@@ -259,22 +257,21 @@ TEST(SpeculativeEngineScripted, PenaltiesAndMinTokensInsideAcceptedRuns) {
 TEST(SpeculativeEngineScripted, NoDraftsAboveTheBatchSizeLimit) {
   Pair p = load_pair("dense");
   Workload w = make_workload(8, 21);
-  for (GenerationRequest& r : w.requests) {
-    r.sampling.max_tokens = 8 + int(std::hash<std::string>{}(r.id) % 24);  // they finish at different times
+  // Six short requests and two long ones: once the short ones end, the long two run alone for
+  // dozens of tokens whatever order the requests arrived in, and must draft then.
+  for (size_t i = 0; i < w.requests.size(); ++i) {
+    GenerationRequest& r = w.requests[i];
+    r.prompt.resize(std::min<size_t>(r.prompt.size(), 40));
+    r.sampling.max_tokens = i < 2 ? 64 : 8 + int(i);
     r.sampling.ignore_eos = true;
   }
   const EngineOptions plain = options(8, 256, 0);
   const auto want = run(p, w, plain);
-  std::map<std::string, std::vector<int>> cont;
-  for (const auto& [id, r] : want) cont[id] = r.tokens;
   EngineStats unlimited, limited;
   for (int limit : {0, 2}) {
-    auto source = std::make_shared<ScriptedDrafts>(cont, 3, 1000000, p.target->config().vocab_size);
     EngineOptions spec = plain;
-    spec.speculative.source = source;
     spec.speculative.disable_by_batch_size = limit;
-    const auto got = run(p, w, spec, limit ? &limited : &unlimited);
-    for (const auto& [id, ref] : want) expect_same_greedy(got.at(id), ref, id);
+    run_scripted_exact(p, w, spec, want, 3, 1000000, limit ? &limited : &unlimited);
   }
   EXPECT_GT(limited.spec_drafts, 0u) << "the last requests, alone, should draft";
   EXPECT_LT(limited.spec_drafts, unlimited.spec_drafts);
