@@ -31,6 +31,20 @@ static void finish_block(Backend& be, const ModelConfig& cfg, Gemma4Workspace& w
     be.residual_add_norm(x, o, post_norm, cfg.rms_norm_eps, out_scale);
 }
 
+// finish_block after a row-parallel projection (o holds this rank's partial sums): the all-reduce
+// and the block's last op in one kernel where the communicator has one (decode-sized messages on
+// GPUs: Communicator::all_reduce_residual_norm), else the all-reduce, then finish_block.
+static void reduce_and_finish_block(Backend& be, const ModelConfig& cfg, Gemma4Workspace& ws, const Tensor& x,
+                                    const Tensor& o, const Tensor& post_norm, float out_scale, const Tensor* next_norm,
+                                    int T) {
+  const Tensor a = next_norm ? rows_of(ws.a, T, cfg.hidden_size) : Tensor{};
+  if (ws.tp->all_reduce_residual_norm(o, x, post_norm, cfg.rms_norm_eps, out_scale, next_norm,
+                                      next_norm ? &a : nullptr))
+    return;
+  ws.tp->all_reduce_sum(o);
+  finish_block(be, cfg, ws, x, o, post_norm, out_scale, next_norm, T);
+}
+
 void attention_block(Backend& be, const ModelConfig& cfg, int layer, const LayerWeights& w, Gemma4Workspace& ws,
                      const AttentionBatch& batch, KvCache& cache, int T) {
   const LayerSpec& spec = cfg.layers[size_t(layer)];
@@ -60,8 +74,10 @@ void attention_block(Backend& be, const ModelConfig& cfg, int layer, const Layer
                  spec.group(), pool, spec.kv_slot, q);
   be.attention(q, batch, spec.group(), pool, spec.kv_slot, p, attn);
   be.matmul(attn, w.o_proj, o);
-  if (ws.tp) ws.tp->all_reduce_sum(o);  // o_proj is row-parallel: each rank holds a partial sum
-  finish_block(be, cfg, ws, x, o, w.post_attn_norm, 1.0f, &w.pre_ffn_norm, T);
+  if (ws.tp)  // o_proj is row-parallel: each rank holds a partial sum
+    reduce_and_finish_block(be, cfg, ws, x, o, w.post_attn_norm, 1.0f, &w.pre_ffn_norm, T);
+  else
+    finish_block(be, cfg, ws, x, o, w.post_attn_norm, 1.0f, &w.pre_ffn_norm, T);
 }
 
 void ffn_block(Backend& be, const ModelConfig& cfg, int layer, const LayerWeights& w, Gemma4Workspace& ws, int T,
@@ -74,7 +90,10 @@ void ffn_block(Backend& be, const ModelConfig& cfg, int layer, const LayerWeight
   // (a = pre_ffn_norm(x), left by the attention block).
   be.matmul_gelu_mul(a, w.gate_up, gate_up, act);
   be.matmul(act, w.down, o);
-  if (ws.tp && !cfg.moe) ws.tp->all_reduce_sum(o);  // down is row-parallel (MoE layers: below)
+  if (ws.tp && !cfg.moe) {  // down is row-parallel (MoE layers: below)
+    reduce_and_finish_block(be, cfg, ws, x, o, w.post_ffn_norm, out_scale, next_norm, T);
+    return;
+  }
 
   if (cfg.moe) {
     // Both branches read the residual stream after the attention add (§2.8).

@@ -19,6 +19,16 @@ class Communicator {
 
   // x = Σ over ranks of x, in place. Every rank ends with identical bits.
   virtual void all_reduce_sum(const Tensor& x) = 0;
+  // The all-reduce of o fused with what follows it in every block (model/gemma4_blocks.cpp):
+  // resid = (resid + rmsnorm(Σ o)·w)·out_scale, then next_out = rmsnorm(resid)·next_w when next_out
+  // is given, as Backend::residual_add_norm(_then_norm) computes them; o itself is left as it was.
+  // Returns false, having done nothing, where this communicator has no fused path for these
+  // tensors: the caller then calls all_reduce_sum and the backend op.
+  virtual bool all_reduce_residual_norm(const Tensor& o, const Tensor& resid, const Tensor& w, float eps,
+                                        float out_scale, const Tensor* next_w, const Tensor* next_out) {
+    (void)o, (void)resid, (void)w, (void)eps, (void)out_scale, (void)next_w, (void)next_out;
+    return false;
+  }
   // out [R, N] = every rank's shard [R, C] side by side, rank r's at columns [r·C, (r+1)·C), for
   // (size-1)·C < N <= size·C: columns past N (the padding of the last shards) are dropped.
   // (The vocab-parallel LM head: each rank computes the logits of its slice of the vocabulary.)

@@ -30,9 +30,9 @@ ncclDataType_t nccl_type(DType t, int rank) {
 class NcclCommunicator final : public Communicator {
  public:
   NcclCommunicator(ncclComm_t comm, int rank, int size, Backend& be, std::unique_ptr<cuda::CustomAllReduce> custom,
-                   size_t threshold, std::shared_ptr<LaunchGate> gate)
+                   size_t threshold, bool fuse_norm, std::shared_ptr<LaunchGate> gate)
       : comm_(comm), rank_(rank), size_(size), be_(be), stream_(static_cast<cudaStream_t>(be.native_stream())),
-        custom_(std::move(custom)), threshold_(threshold), gate_(std::move(gate)) {
+        custom_(std::move(custom)), threshold_(threshold), fuse_norm_(fuse_norm), gate_(std::move(gate)) {
     token_ = be_.empty(DType::F32, Shape{4});
   }
   ~NcclCommunicator() override {
@@ -54,6 +54,17 @@ class NcclCommunicator final : public Communicator {
                                            comm_, stream_));
     }
     leave_step(gated, "at the launch gate after an all-reduce");
+  }
+
+  bool all_reduce_residual_norm(const Tensor& o, const Tensor& resid, const Tensor& w, float eps, float out_scale,
+                                const Tensor* next_w, const Tensor* next_out) override {
+    if (!custom_ || !fuse_norm_ || o.nbytes() > threshold_ || !custom_->fits_fused(o, resid, w, next_w, next_out))
+      return false;
+    const bool gated = enter_step("at the launch gate before an all-reduce + norm");
+    mark_activity("enqueueing the custom all-reduce + residual norm");
+    custom_->all_reduce_residual_norm(o, resid, w, eps, out_scale, next_w, next_out, stream_);
+    leave_step(gated, "at the launch gate after an all-reduce + norm");
+    return true;
   }
 
   void all_gather_rows(const Tensor& shard, const Tensor& out) override {
@@ -152,6 +163,7 @@ class NcclCommunicator final : public Communicator {
   cudaStream_t stream_;
   std::unique_ptr<cuda::CustomAllReduce> custom_;
   size_t threshold_;
+  bool fuse_norm_;
   Tensor scratch_, token_;
   std::atomic<bool> aborted_{false};
   std::shared_ptr<LaunchGate> gate_;
@@ -181,24 +193,35 @@ std::vector<std::unique_ptr<Communicator>> make_gpu_communicators(const std::vec
     throw Error("NCCL: creating communicators for {} GPUs failed: {} ({})", n, ncclGetErrorString(res),
                 ncclGetLastError(nullptr));
   std::vector<std::unique_ptr<cuda::CustomAllReduce>> custom;
+  // Developer switches for A/B runs (docs/perf/tensor-parallel.md): the one-shot kernel alone, and
+  // the all-reduces unfused.
+  auto env_off = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v && std::string(v) == "0";
+  };
+  const size_t push_bytes = env_off("GS_TP_ALLREDUCE_PUSH") ? 0 : opt.custom_push_max_bytes;
+  const bool fuse_norm = opt.fuse_norm && !env_off("GS_TP_FUSE_NORM");
   if (opt.custom_all_reduce && n > 1) {
     std::string why;
-    custom = cuda::CustomAllReduce::create(devices, opt.custom_max_bytes, &why);
+    custom = cuda::CustomAllReduce::create(devices, opt.custom_max_bytes, push_bytes, &why);
     if (custom.empty()) log::warn("custom all-reduce off ({}): every all-reduce goes through NCCL", why);
   }
   std::vector<std::unique_ptr<Communicator>> out;
   // GS_TP_LAUNCH_GATE=0: no gate (to measure what it costs or rule it out).
-  const char* gate_env = std::getenv("GS_TP_LAUNCH_GATE");
-  auto gate = gate_env && std::string(gate_env) == "0" ? nullptr : std::make_shared<LaunchGate>(n);
+  auto gate = env_off("GS_TP_LAUNCH_GATE") ? nullptr : std::make_shared<LaunchGate>(n);
   for (int r = 0; r < n; ++r)
     out.push_back(std::make_unique<NcclCommunicator>(comms[size_t(r)], r, n, *ranks[size_t(r)],
                                                      custom.empty() ? nullptr : std::move(custom[size_t(r)]),
-                                                     std::min(opt.custom_threshold_bytes, opt.custom_max_bytes), gate));
+                                                     std::min(opt.custom_threshold_bytes, opt.custom_max_bytes), fuse_norm,
+                                                     gate));
   int version = 0;
   ncclGetVersion(&version);
+  const size_t custom_bytes = std::min(opt.custom_threshold_bytes, opt.custom_max_bytes);
   log::info("tensor parallel: NCCL {} over {} GPUs, custom all-reduce {}", version, n,
-            custom.empty() ? "off" : fmt::format("up to {} KB", std::min(opt.custom_threshold_bytes,
-                                                                        opt.custom_max_bytes) >> 10));
+            custom.empty() ? "off"
+                           : fmt::format("up to {} KB (push kernel up to {} KB{}, one-shot above)", custom_bytes >> 10,
+                                         std::min(push_bytes, custom_bytes) >> 10,
+                                         fuse_norm && push_bytes ? ", fused with the residual norms" : ""));
   return out;
 }
 
