@@ -199,7 +199,11 @@ std::vector<std::unique_ptr<Communicator>> make_gpu_communicators(const std::vec
     const char* v = std::getenv(name);
     return v && std::string(v) == "0";
   };
-  const size_t push_bytes = env_off("GS_TP_ALLREDUCE_PUSH") ? 0 : opt.custom_push_max_bytes;
+  const size_t push_by_ranks = n <= 2 ? size_t(1) << 20 : size_t(256) << 10;
+  const size_t push_bytes = env_off("GS_TP_ALLREDUCE_PUSH") ? 0
+                            : opt.custom_push_max_bytes == GpuCollectiveOptions::kPushByRanks
+                                ? push_by_ranks
+                                : opt.custom_push_max_bytes;
   const bool fuse_norm = opt.fuse_norm && !env_off("GS_TP_FUSE_NORM");
   if (opt.custom_all_reduce && n > 1) {
     std::string why;

@@ -20,8 +20,11 @@ struct GpuCollectiveOptions {
   // The decode messages (batch · hidden · 2 bytes: 10.5 KB to 688 KB for 31B) sit below it.
   size_t custom_threshold_bytes = size_t(1) << 20;
   // Messages up to this many bytes take the custom all-reduce's push kernel (0: the one-shot kernel
-  // only; its buffers cost 2 · ranks · this per GPU). GS_TP_ALLREDUCE_PUSH=0 sets 0.
-  size_t custom_push_max_bytes = size_t(1) << 20;
+  // only; its buffers cost 2 · ranks · this per GPU); kPushByRanks: 1 MiB at 2 ranks, 256 KiB at
+  // more, where each rank's writes to 3+ peers make larger pushes slower than the one-shot kernel
+  // (docs/perf/tensor-parallel.md). GS_TP_ALLREDUCE_PUSH=0 sets 0.
+  static constexpr size_t kPushByRanks = ~size_t(0);
+  size_t custom_push_max_bytes = kPushByRanks;
   // The all-reduce after o_proj and down fused with the residual add and norms that follow it
   // (Communicator::all_reduce_residual_norm), where the push kernel takes the message.
   // GS_TP_FUSE_NORM=0 sets false.

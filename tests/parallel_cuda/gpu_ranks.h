@@ -30,6 +30,7 @@ struct Ranks {
     for (auto& b : backends) bes.push_back(b.get());
     GpuCollectiveOptions ours;
     ours.custom_threshold_bytes = ours.custom_max_bytes;
+    ours.custom_push_max_bytes = size_t(1) << 20;  // the push kernel up to 1 MiB whatever the rank count
     custom = make_gpu_communicators(bes, ours);
     GpuCollectiveOptions off;
     off.custom_all_reduce = false;

@@ -9,7 +9,10 @@ gs_gpu_libs() {
   mkdir -p "$libs"
   for f in "$1"/gpu-libs/*.gz; do
     [[ -e $f ]] || continue
-    gunzip -c "$f" > "$libs/$(basename "${f%.gz}")"
+    # Into a temporary name, then renamed: a library that another script's process has mapped is
+    # replaced, not truncated under it (SIGBUS when several scripts run side by side).
+    local to="$libs/$(basename "${f%.gz}")"
+    gunzip -c "$f" > "$to.$$" && mv -f "$to.$$" "$to"
   done
   export LD_LIBRARY_PATH="$libs:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
   export PATH="/usr/local/cuda/bin:$PATH"
@@ -20,7 +23,7 @@ gs_runnable() {
   if [[ ! -x $bin && -f $bin.gz ]]; then
     mkdir -p /tmp/gs-gpu-bin
     local out=/tmp/gs-gpu-bin/$(basename "$bin")
-    [[ -x $out && $out -nt $bin.gz ]] || { gunzip -c "$bin.gz" > "$out" && chmod +x "$out"; }
+    [[ -x $out && $out -nt $bin.gz ]] || { gunzip -c "$bin.gz" > "$out.$$" && chmod +x "$out.$$" && mv -f "$out.$$" "$out"; }
     bin=$out
   fi
   printf '%s\n' "$bin"
