@@ -1,4 +1,4 @@
-// gemmaserve bench-allreduce: NCCL against the custom one-shot all-reduce on the GPUs of this host
+// gemmaserve bench-allreduce: NCCL against the custom all-reduce on the GPUs of this host
 // (parallel/all_reduce_bench.h), for the decode messages of a hidden size and a sweep of sizes.
 #include <cstdio>
 #include <fstream>
@@ -65,7 +65,7 @@ int run(const Options& o) {
 }
 
 GS_REGISTER_COMMAND(bench_allreduce, "bench-allreduce",
-                    "Time the tensor-parallel all-reduce on this host's GPUs: NCCL vs the custom one-shot one",
+                    "Time the tensor-parallel all-reduce on this host's GPUs: NCCL vs the custom one (GS_TP_ALLREDUCE_PUSH=0: its one-shot kernel alone)",
                     [](CLI::App& app) -> std::function<int()> {
                       auto o = std::make_shared<Options>();
                       app.add_option("--tensor-parallel-size,--tp", o->ranks,

@@ -1,4 +1,4 @@
-// The custom one-shot all-reduce against NCCL on the GPUs of this host, for every size class it
+// The custom all-reduce (push and one-shot kernels) against NCCL on the GPUs of this host, for every size class it
 // takes, bf16 and f32, eagerly and replayed from CUDA graphs. Skipped with fewer than 2 GPUs
 // (tools/gpu/tp-check.sh runs it on a multi-GPU machine, also under compute-sanitizer).
 #include <gtest/gtest.h>
