@@ -2,7 +2,8 @@
 // host, NCCL against the custom all-reduce (its push kernel; the one-shot kernel above the push
 // limit), for one decode step's message (batch × hidden bf16) and a sweep of sizes. Each rank
 // captures `reps` back-to-back all-reduces in a CUDA graph (as decode runs them); a sample is one
-// replay timed with CUDA events on that rank's stream, divided by reps; the figure is rank 0's median sample after warm-up.
+// replay timed with CUDA events on that rank's stream, divided by reps; the figure is rank 0's
+// median sample after warm-up.
 #pragma once
 #include <cstddef>
 #include <string>
