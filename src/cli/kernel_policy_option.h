@@ -1,4 +1,5 @@
-// --kernel-policy ITEMS, on every command that creates a backend (serve, run, logits, bench-decode,
+// --kernel-policy ITEMS and --enable-deterministic-inference (the item batch_invariant=true), on every
+// command that creates a backend (serve, run, logits, bench-decode,
 // bench-kernels): the cuda backend's kernel choices for A/B runs (kernels/kernel_policy_items.h).
 #pragma once
 #include <CLI/CLI.hpp>

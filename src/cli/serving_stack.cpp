@@ -158,6 +158,11 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
     engine.speculative.disable_by_batch_size = o.speculative_disable_by_batch_size;
     log::info("speculative decoding: {} drafts {} tokens a round for {} ({} convention)", o.speculative_model,
               o.num_speculative_tokens, model_arg, o.speculative_convention);
+    // Verify rows run other kernel shapes than one-row decode steps; only batch-invariant kernels
+    // make their bf16 results, and so greedy output at near-ties, the same as without drafts.
+    if (s->backend_name_.rfind("cuda", 0) == 0 && !backend_options(o.kernel_policy).kernels.batch_invariant)
+      log::info("speculative decoding: greedy output equals output without drafts up to bf16 rounding of verify "
+                "rows (near-ties can part); --enable-deterministic-inference makes it token for token");
   }
   s->engine_ = std::make_unique<Engine>(s->model_, engine);
   if (data_parallel) {

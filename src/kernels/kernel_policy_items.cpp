@@ -153,6 +153,7 @@ const std::vector<Field>& fields() {
       {"moe.gemv_max_rows", count(0), GS_POLICY_MEMBER(moe.gemv_max_rows)},
       {"moe.mma64_bn", one_of({64, 128}), GS_POLICY_MEMBER(moe.mma64_bn)},
       {"gemm.exact_plans", flag(), GS_POLICY_MEMBER(gemm.exact_plans)},
+      {"batch_invariant", flag(), GS_POLICY_MEMBER(batch_invariant)},
   };
   return table;
 }

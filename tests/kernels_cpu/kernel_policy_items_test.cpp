@@ -48,6 +48,7 @@ const std::map<std::string, std::string>& non_defaults() {
       {"moe.gemv_max_rows", "1024"},
       {"moe.mma64_bn", "64"},
       {"gemm.exact_plans", "true"},
+      {"batch_invariant", "true"},
   };
   return values;
 }

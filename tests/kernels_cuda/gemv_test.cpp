@@ -232,6 +232,51 @@ TEST_F(Gemv, StreamingBeyondOneWaveGivesTheWavesBits) {
     }
 }
 
+// The batch-invariant policy (gemv.h): the backend sends every row count to the tensor-core kernel
+// in 16-row tiles, and each row has the bits of that row alone, for the plain matmul (bf16 and f32
+// out) and both GeLU forms; the results stay close to the cpu backend's.
+TEST_F(GemvFused, BatchInvariantRowsHaveTheirOneRowBits) {
+  struct NK { int64_t n, k; };
+  change_policy([&](cuda::KernelPolicy& p) { p.batch_invariant = true; });
+  for (NK s : {NK{1, 8}, NK{771, 2056}, NK{3072, 1536}, NK{40, 8200}})
+    for (int64_t m : {2, 9, 16, 17, 40}) {
+      const std::string what = "M=" + std::to_string(m) + " N=" + std::to_string(s.n) + " K=" + std::to_string(s.k);
+      const float ws = 1.5f / std::sqrt(float(s.k));
+      auto x = random_bf16(m * s.k);
+      auto [wc, wg] = weight(random_bf16(2 * s.n * s.k, -ws, ws), Shape{2 * s.n, s.k});
+      auto b = random_bf16(m * 2 * s.n);
+      Tensor xg = gpu_act(x, {m, s.k}), bg = gpu_act(b, {m, 2 * s.n});
+      auto products = [&](const Tensor& xs, const Tensor& bs, int64_t rows) {
+        Tensor f32 = gpu_poisoned(DType::F32, {rows, 2 * s.n}), b16 = gpu_poisoned(DType::BF16, {rows, 2 * s.n});
+        Tensor gu = gpu_poisoned(DType::BF16, {rows, 2 * s.n}), gelu = gpu_poisoned(DType::BF16, {rows, s.n});
+        Tensor pair = gpu_poisoned(DType::BF16, {rows, 2 * s.n});
+        gpu->matmul(xs, wg, f32);
+        gpu->matmul(xs, wg, b16);
+        gpu->matmul_gelu_mul(xs, wg, gu, gelu);
+        gpu->matmul_gelu_mul_pair(xs, wg, bs, pair);
+        return std::vector<std::vector<float>>{bits(f32), bits(b16), bits(gelu), bits(pair)};
+      };
+      const auto all = products(xg, bg, m);
+      for (int64_t r = 0; r < m; ++r) {
+        const std::vector<float> xr(x.begin() + r * s.k, x.begin() + (r + 1) * s.k);
+        const std::vector<float> br(b.begin() + r * 2 * s.n, b.begin() + (r + 1) * 2 * s.n);
+        const auto one = products(gpu_act(xr, {1, s.k}), gpu_act(br, {1, 2 * s.n}), 1);
+        for (size_t o = 0; o < one.size(); ++o) {
+          const size_t width = one[o].size();
+          const std::vector<float> row(all[o].begin() + long(r * int64_t(width)),
+                                       all[o].begin() + long((r + 1) * int64_t(width)));
+          EXPECT_EQ(row, one[o]) << what << ": output " << o << " row " << r << " differs from its one-row bits";
+        }
+      }
+      Tensor oc = cpu->empty(DType::F32, {m, 2 * s.n});
+      cpu->matmul(cpu_act(x, {m, s.k}), wc, oc);
+      Tensor og = gpu_poisoned(DType::F32, {m, 2 * s.n});
+      gpu->matmul(xg, wg, og);
+      expect_close(og, oc, 1e-3, "batch-invariant gemv vs cpu " + what);
+    }
+  change_policy([&](cuda::KernelPolicy& p) { p.batch_invariant = false; });
+}
+
 TEST_F(Gemv, RejectsWhatItCannotTake) {
   EXPECT_FALSE(cuda::gemv_supported(0, 8, 8, DType::BF16, nullptr, nullptr));
   EXPECT_FALSE(cuda::gemv_supported(cuda::kGemvMaxRows + 1, 8, 8, DType::BF16, nullptr, nullptr));

@@ -17,7 +17,8 @@ lean=${2:-}
 build=$(cd "$build" && pwd)
 
 binaries=()
-for f in "$build"/bin/gemmaserve "$build"/tests/test_kernels_cuda "$build"/tests/test_parallel_cuda; do
+for f in "$build"/bin/gemmaserve "$build"/tests/test_kernels_cuda "$build"/tests/test_parallel_cuda \
+    "$build"/tests/test_engine_cuda; do
   [[ -x $f ]] && binaries+=("$f")
 done
 [[ ${#binaries[@]} -gt 0 ]] || { echo "collect-libs: no binaries under $build/bin or $build/tests" >&2; exit 1; }

@@ -155,7 +155,11 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
 // needs scale > 0 (a negative scale would reverse the order, zero makes -inf·0 a NaN); other scales
 // go to the mma.sync kernels. The vision-block overlay runs in every kernel (the wgmma ones extend
 // the key range of CTAs with image rows only, so text-only tiles pay nothing for it).
+// Under the batch-invariant policy one narrow kernel per head dim serves every shape: a row's
+// result depends on the kernel's key tiles (which start at multiples of the tile's keys in the
+// mma.sync kernels) and not on the other rows of its tile, whose masked keys add exact zeros.
 static TileKernel choose_kernel(int head_dim, int64_t rows, int group, int page_size, float scale) {
+  if (kernel_policy().batch_invariant) return head_dim == 256 ? TileKernel::Hd256Narrow : TileKernel::Hd512Split8Pair;
   const AttentionPolicy& policy = kernel_policy().attention;
   const bool narrow = rows <= 16;
   if (head_dim == 256 && narrow) {
@@ -238,8 +242,9 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
   plan.grid.kv_heads = nkv;
   plan.grid.num_seqs = batch.num_seqs;
 
+  // Splits follow the batch (its CTAs and longest context), so the batch-invariant policy never splits.
   int splits = 1;
-  if (workspace != nullptr) {
+  if (workspace != nullptr && !kernel_policy().batch_invariant) {
     const int64_t ctas = int64_t(plan.grid.q_tiles) * nkv * batch.num_seqs;
     const int per_sm = is_wgmma_kernel(plan.kernel) ? 1  // 193-225 KB of shared memory per CTA
                        : hd == 256                  ? tile_kernel_occupancy_hd256(plan.kernel)

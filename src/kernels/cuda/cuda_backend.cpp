@@ -192,14 +192,23 @@ class CudaBackend final : public Backend {
            x.cols() <= gemv_policy().mma_max_k &&
            cuda::gemv_supported(m, w.dim(0), x.cols(), out.dtype, x.data, w.data);
   }
+  // Under the batch-invariant policy every matmul the GEMV takes (any row count) goes to it: cuBLASLt
+  // picks its kernel and split by M, which would give one token's row other bits in a verify or
+  // prefill step than in a decode step.
+  static bool gemv_invariant_routes(const Tensor& x, const Tensor& w, const Tensor& out) {
+    return cuda::kernel_policy().batch_invariant &&
+           cuda::gemv_supported(x.rows(), w.dim(0), x.cols(), out.dtype, x.data, w.data);
+  }
   static bool gemv_routes(const Tensor& x, const Tensor& w, const Tensor& out) {
-    return gemv_mma_routes(x, w, out, gemv_policy().mma_max_bytes) || gemv_fma_routes(x, w, out);
+    return gemv_invariant_routes(x, w, out) || gemv_mma_routes(x, w, out, gemv_policy().mma_max_bytes) ||
+           gemv_fma_routes(x, w, out);
   }
   // The fused forms run where the GEMV takes them (its bounds for them above), with bf16
   // activations; otherwise the two ops.
   static bool gemv_takes(const Tensor& x, const Tensor& w, const Tensor& out) {
     return x.dtype == DType::BF16 && w.dtype == DType::BF16 && out.dtype == DType::BF16 &&
-           (gemv_fma_routes(x, w, out) || gemv_mma_routes(x, w, out, gemv_policy().mma_fused_max_bytes));
+           (gemv_invariant_routes(x, w, out) || gemv_fma_routes(x, w, out) ||
+            gemv_mma_routes(x, w, out, gemv_policy().mma_fused_max_bytes));
   }
   void matmul_gelu_mul(const Tensor& x, const Tensor& w, const Tensor& gate_up, const Tensor& out) override {
     cuda::check_matmul(x, w, gate_up);

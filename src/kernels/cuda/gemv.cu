@@ -182,8 +182,11 @@ void launch_mma_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, 
   while (ks < kWarps && blocks_for(ks) * kWarps < policy().mma_shape.warps_per_sm * sms &&
          C >= kMmaStageChunks * (2 * ks) * 2)
     ks *= 2;
-  launch_pdl("gemv_mma_kernel", kernel, dim3(blocks_for(ks)), dim3(kThreads), smem, stream, x, w, out, M, N, K, ks,
-             aux);
+  // Rows past 16 (batch-invariant policy only) take more 16-row tiles in grid y, ordered after the
+  // weight blocks so a tile re-reads weights the one before it left in L2 where they fit.
+  const int row_tiles = (M + 15) / 16;
+  launch_pdl("gemv_mma_kernel", kernel, dim3(blocks_for(ks), row_tiles), dim3(kThreads), smem, stream, x, w, out, M,
+             N, K, ks, aux);
 }
 
 // N: weight rows (2I for GeluMul, which always pairs two tiles).
@@ -217,16 +220,20 @@ void launch_fma(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, co
   else launch_t<16, OutT, E>(x, w, out, M, N, K, stream, aux);
 }
 
+// Batch-invariant policy: every row count on the tensor-core kernel, whose K split is chosen from N
+// and K only, so one row's bits are those of any batch it is in.
 template <typename OutT, Epi E>
 void dispatch_m(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, const bf16* aux, cudaStream_t stream) {
-  if (M >= policy().mma_min_rows) launch_mma<OutT, E>(x, w, out, M, N, K, aux, stream);
+  if (M >= policy().mma_min_rows || kernel_policy().batch_invariant)
+    launch_mma<OutT, E>(x, w, out, M, N, K, aux, stream);
   else launch_fma<OutT, E>(x, w, out, M, N, K, aux, stream);
 }
 
 }  // namespace
 
 bool gemv_supported(int64_t m, int64_t n, int64_t k, DType out_dtype, const void* x, const void* w) {
-  return m >= 1 && m <= kGemvMaxRows && n >= 1 && n < (int64_t(1) << 31) && k >= 8 && k % 8 == 0 &&
+  const int64_t max_rows = kernel_policy().batch_invariant ? kGemvInvariantMaxRows : kGemvMaxRows;
+  return m >= 1 && m <= max_rows && n >= 1 && n < (int64_t(1) << 31) && k >= 8 && k % 8 == 0 &&
          k < (int64_t(1) << 28) && (out_dtype == DType::BF16 || out_dtype == DType::F32) && aligned16(x) &&
          aligned16(w);
 }
@@ -234,7 +241,8 @@ bool gemv_supported(int64_t m, int64_t n, int64_t k, DType out_dtype, const void
 void launch_gemv(const void* x, const void* w, void* out, DType out_dtype, int64_t m, int64_t n, int64_t k,
                  cudaStream_t stream) {
   require(gemv_supported(m, n, k, out_dtype, x, w), "gemv: unsupported operands M=", m, " N=", n, " K=", k,
-          " out ", dtype_name(out_dtype), " (M <= ", kGemvMaxRows, ", K % 8 == 0, 16-byte aligned x and w)");
+          " out ", dtype_name(out_dtype), " (M <= ", kGemvMaxRows,
+          " or batch-invariant tiles, K % 8 == 0, 16-byte aligned x and w)");
   const bf16* xb = static_cast<const bf16*>(x);
   const bf16* wb = static_cast<const bf16*>(w);
   if (out_dtype == DType::F32)

@@ -22,9 +22,16 @@ namespace gs::cuda {
 constexpr int kGemvMaxRows = 16;
 // Rows from which launch_gemv runs the tensor-core variant (gemv_mma.cuh) instead of the FMA one.
 constexpr int kGemvMmaMinRows = 3;
+// Under the batch-invariant policy (KernelPolicy::batch_invariant) the launchers take any M up to
+// this (65535 tiles of grid y) and run every row count on the tensor-core variant in 16-row tiles.
+// Its K split depends on N and K only and a row's accumulators see only that row, so each output
+// row has the same bits whatever M is and whatever the other rows hold: a decode row, a verify row
+// and a prefill row of the same token agree. The cost is prefill (every 16 rows read the weights
+// again; docs/perf/speculative.md measures it).
+constexpr int64_t kGemvInvariantMaxRows = int64_t(16) * 65535;
 
-// True when launch_gemv accepts these operands: 1 <= M <= kGemvMaxRows, K a multiple of 8,
-// x and w 16-byte aligned, out bf16 or f32.
+// True when launch_gemv accepts these operands: 1 <= M <= kGemvMaxRows (kGemvInvariantMaxRows
+// under the batch-invariant policy), K a multiple of 8, x and w 16-byte aligned, out bf16 or f32.
 bool gemv_supported(int64_t m, int64_t n, int64_t k, DType out_dtype, const void* x, const void* w);
 
 // x: bf16 [M,K] (row stride K); w: bf16 [N,K]; out: [M,N] of out_dtype (bf16 or f32).

@@ -1,5 +1,6 @@
 // The decode GEMV on tensor cores, for 3-16 rows (gemv.cu; the backend sends it 3-8 rows on small
-// weights). Included by gemv.cu only.
+// weights), and in 16-row tiles (grid y) for any row count under the batch-invariant policy.
+// Included by gemv.cu only.
 #pragma once
 #include "kernels/cuda/attention_mma.cuh"
 #include "kernels/cuda/gemv_device.cuh"
@@ -60,6 +61,17 @@ template <bool kHigh, int kStages, int kTiles, typename OutT, Epi E = Epi::Store
 __global__ void __launch_bounds__(kThreads) gemv_mma_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
                                                             OutT* __restrict__ out, int M, int N, int K, int ks,
                                                             const bf16* __restrict__ aux) {
+  // Row tile y: rows 16·y.. of x, out and aux; M counts the tile's rows. A row's accumulators see
+  // only its own x row and the same K order whatever the tile holds, so its bits do not depend on
+  // M (the batch-invariant policy relies on this; gemv.h).
+  {
+    const int64_t m0 = int64_t(blockIdx.y) * 16;
+    const int64_t out_cols = E == Epi::GeluMul ? N / 2 : N;
+    x += m0 * K;
+    out += m0 * out_cols;
+    if (aux) aux += m0 * N;
+    M = min(M - int(m0), 16);
+  }
   constexpr int kRows = kMmaRowsPerTile * kTiles;
   constexpr int kStageChunks = kRows * kMmaStageChunks;
   extern __shared__ uint4 gemv_mma_ring[];

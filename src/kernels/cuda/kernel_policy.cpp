@@ -78,7 +78,7 @@ std::string KernelPolicy::describe() const {
                          : pdl.mode == PdlMode::Never ? "off"
                                                       : fmt::format("steps of 1-{} rows", pdl.max_step_rows);
   return fmt::format(
-      "kernels: policy (docs/kernel-policy.md)\n"
+      "kernels: policy (docs/kernel-policy.md){}\n"
       "  gemv: fma up to {} rows (2 rows on weights with a side <= {}; at one row {}); "
       "tensor-core {}-{} rows on weights {} with K <= {} (fused GeLU {}), {} stages x {} tiles, K split below {} "
       "warps/SM; fma K split below {} blocks/SM, streaming {}, L2 prefetch {}\n"
@@ -88,6 +88,9 @@ std::string KernelPolicy::describe() const {
       "  sampling: window {}, CTAs per row {}\n"
       "  moe: {} (gemv up to {} routed rows), 64-row tiles of {} weight rows\n"
       "  gemm: cuBLASLt plans {}",
+      batch_invariant ? "\n  batch invariant: on (every matmul on the tensor-core GEMV in 16-row tiles, attention "
+                        "unsplit on the narrow kernels, MoE on 16-row grouped tiles; overrides the routing below)"
+                      : "",
       g.max_rows, g.two_row_max_dim,
       g.max_weight_bytes == INT64_MAX ? std::string("every weight")
                                       : fmt::format("weights {} or with K <= 4096", megabytes(g.max_weight_bytes)),

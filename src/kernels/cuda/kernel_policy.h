@@ -90,6 +90,13 @@ struct GemmPolicy {
 };
 
 struct KernelPolicy {
+  // Batch-invariant kernels (--enable-deterministic-inference): every row's bits independent of the
+  // batch it runs in, so decode, verify and prefill rows of one token agree and greedy output with
+  // a drafter equals greedy output without one. Overrides the routing below: every matmul on the
+  // tensor-core GEMV in 16-row tiles (gemv.h), attention on one kernel per head dim with the keys
+  // never split, MoE experts on 16-row grouped tiles and the router on one path. Costs prefill
+  // and long-context decode speed (docs/speculative-decoding.md).
+  bool batch_invariant = false;
   GemvPolicy gemv;
   AttentionPolicy attention;
   PdlPolicy pdl;

@@ -115,6 +115,9 @@ using Path = MoePath;
 
 Path pick_path(int64_t T, int64_t k, int64_t E, int64_t H, int64_t I) {
   const bool fits = gemv_fits(T, k, H, I);
+  // Batch-invariant policy: 16-row grouped tiles at every T (no split-K, K in order, a row's bits
+  // independent of the rows beside it); the GEMV path and the 64-row tiles round differently.
+  if (kernel_policy().batch_invariant) return Path::Mma16;
   const Path forced = kernel_policy().moe.path;
   if (forced == Path::Gemv && fits) return Path::Gemv;
   if (forced != Path::Auto && forced != Path::Gemv) return forced;

@@ -7,6 +7,7 @@
 #include <climits>
 
 #include "kernels/cuda/device_math.cuh"
+#include "kernels/cuda/kernel_policy.h"
 #include "kernels/cuda/launch_util.h"
 #include "kernels/cuda/moe.h"
 #include "kernels/cuda/scratch_arena.h"
@@ -248,7 +249,8 @@ size_t logits_bytes(int64_t T, int64_t E) { return size_t(T) * size_t(E) * sizeo
 }  // namespace
 
 size_t moe_route_scratch_bytes(int64_t T, int64_t E) {
-  if (T > kSplitMaxTokens) return 0;  // the fused kernel keeps its logits in shared memory
+  // The fused kernel keeps its logits in shared memory.
+  if (T > kSplitMaxTokens && !kernel_policy().batch_invariant) return 0;
   ScratchCarver c;
   c.take<char>(logits_bytes(T, E));
   return c.used();
@@ -276,7 +278,9 @@ void launch_moe_route(const Tensor& r, const Tensor& router_scale, const Tensor&
   require(ids.rows() == T && ids.cols() == top_k && weights.rows() == T && weights.cols() == top_k, op, ": ids ",
           ids.str(), " / weights ", weights.str(), " must be [", T, ", ", top_k, "]");
   if (T == 0) return;
-  if (T > kSplitMaxTokens) {
+  // The fused prefill kernel sums a token's dot products in another order than the split one, so
+  // the batch-invariant policy keeps every T on the split path.
+  if (T > kSplitMaxTokens && !kernel_policy().batch_invariant) {
     const size_t smem = size_t(kFusedTokens) * size_t(H + E) * sizeof(float);
     require(smem <= 200 * 1024, op, ": hidden ", H, " needs too much shared memory");
     dispatch_float(r.dtype, op, "r", [&](auto tag) {
