@@ -3,6 +3,7 @@
 
 #include "kernels/cuda/cuda_check.h"
 #include "parallel/custom_all_reduce_kernel.h"
+#include "parallel/peer_wait.cuh"
 
 namespace gs::cuda {
 
@@ -10,7 +11,6 @@ namespace {
 
 constexpr int kThreads = 512;
 constexpr int kMaxRanks = PeerTable::kMaxRanks;
-constexpr unsigned long long kWaitLimitNs = 20ull * 1000 * 1000 * 1000;
 
 __device__ __forceinline__ void store_release_sys(uint32_t* p, uint32_t v) {
   asm volatile("st.release.sys.global.u32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
@@ -19,11 +19,6 @@ __device__ __forceinline__ uint32_t load_acquire_sys(const uint32_t* p) {
   uint32_t v;
   asm volatile("ld.acquire.sys.global.u32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
-}
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
 }
 
 template <typename T>
@@ -85,7 +80,7 @@ __global__ void __launch_bounds__(kThreads) one_shot_kernel(PeerTable peers, int
     const uint32_t* f = peers.flags[rank] + b * kMaxRanks + p;
     const unsigned long long t0 = global_ns();
     while (int32_t(load_acquire_sys(f) - e) < 0)
-      if (global_ns() - t0 > kWaitLimitNs) __trap();  // a peer never came: fail instead of hanging
+      if (global_ns() - t0 > kPeerWaitLimitNs) __trap();  // a peer never came: fail instead of hanging
   }
   __syncthreads();
 

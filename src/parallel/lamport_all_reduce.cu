@@ -15,21 +15,16 @@
 #include "kernels/cuda/device_math.cuh"
 #include "kernels/cuda/launch_util.h"
 #include "parallel/custom_all_reduce_kernel.h"
+#include "parallel/peer_wait.cuh"
 
 namespace gs::cuda {
 
 namespace {
 
-constexpr unsigned long long kWaitLimitNs = 20ull * 1000 * 1000 * 1000;
 constexpr uint32_t kSentinel = 0xffffffffu;
 constexpr int kPlainThreads = 512;
 constexpr int kPlainMaxBlocks = 32;
 
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
 __device__ __forceinline__ uint4 load_volatile(const uint4* p) {
   uint4 v;
   asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];"
@@ -97,7 +92,7 @@ __device__ __forceinline__ void exchange_and_sum(const LamportTable& t, int rank
       uint4* at = slot_vec(t, rank, slot, p, i);
       const unsigned long long t0 = global_ns();
       while (Lanes<T>::any_sentinel(v = load_volatile(at)))
-        if (global_ns() - t0 > kWaitLimitNs) __trap();  // a peer never came: fail instead of hanging
+        if (global_ns() - t0 > kPeerWaitLimitNs) __trap();  // a peer never came: fail instead of hanging
       store_volatile(at, make_uint4(kSentinel, kSentinel, kSentinel, kSentinel));
     }
     float f[kVec<T>];
