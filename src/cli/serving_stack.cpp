@@ -76,8 +76,6 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
            "--enable-multimodal does not run with --tensor-parallel-size > 1 yet");
   GS_CHECK(o.data_parallel_size >= 1, "--data-parallel-size must be at least 1 (got {})", o.data_parallel_size);
   const bool data_parallel = o.data_parallel_size > 1;
-  GS_CHECK(!data_parallel || o.speculative_model.empty(),
-           "--speculative-model does not run with --data-parallel-size > 1 yet");
 
   auto t0 = std::chrono::steady_clock::now();
   LoadedModel loaded;
@@ -142,14 +140,18 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
   if (tensor_parallel) s->model_ = std::shared_ptr<Gemma4Model>(s->tp_, &s->tp_->model(0));
   else s->model_ = std::make_shared<Gemma4Model>(cfg, std::move(loaded.weights), *s->backend_);
   EngineOptions engine = o.engine;
-  if (!o.speculative_model.empty()) {
+  // The assistant on a replica's backend, drafting over that replica's target (its cache binding).
+  auto load_drafter = [&](Backend& backend, Gemma4Model& target) {
     // Dummy weights of the assistant from another seed than the target's.
-    LoadedModel a = load_model(ModelSpec{o.speculative_model, spec.format, spec.dummy_seed + 1}, *s->backend_);
+    LoadedModel a = load_model(ModelSpec{o.speculative_model, spec.format, spec.dummy_seed + 1}, backend);
     GS_CHECK(a.config.is_assistant, "--speculative-model {}: {} is not an MTP assistant (Gemma4AssistantForCausalLM)",
              o.speculative_model, a.config.architecture);
     a.config.bind_assistant_to(cfg);
-    s->drafter_ = std::make_shared<Gemma4Drafter>(a.config, std::move(a.weights), *s->model_, *s->backend_,
-                                                  parse_draft_convention(o.speculative_convention));
+    return std::make_shared<Gemma4Drafter>(a.config, std::move(a.weights), target, backend,
+                                           parse_draft_convention(o.speculative_convention));
+  };
+  if (!o.speculative_model.empty()) {
+    s->drafter_ = load_drafter(*s->backend_, *s->model_);
     engine.speculative.drafter = s->drafter_;
     engine.speculative.num_speculative_tokens = o.num_speculative_tokens;
     GS_CHECK(o.speculative_accept_rate <= 0 || spec.format == LoadFormat::Dummy,
@@ -180,7 +182,12 @@ std::unique_ptr<ServingStack> ServingStack::load(const StackOptions& o) {
         LoadedModel l = load_model(spec, *rep.backend);
         rep.model = std::make_shared<Gemma4Model>(l.config, std::move(l.weights), *rep.backend);
       }
-      rep.engine = std::make_unique<Engine>(rep.model, engine);
+      EngineOptions rep_engine = engine;
+      if (!o.speculative_model.empty()) {
+        rep.drafter = load_drafter(*rep.backend, *rep.model);
+        rep_engine.speculative.drafter = rep.drafter;
+      }
+      rep.engine = std::make_unique<Engine>(rep.model, rep_engine);
       engines.push_back(rep.engine.get());
       s->replicas_.push_back(std::move(rep));
     }

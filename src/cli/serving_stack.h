@@ -54,12 +54,13 @@ class ServingStack {
   std::shared_ptr<Gemma4Model> model_;
   std::shared_ptr<Gemma4Drafter> drafter_;
   std::unique_ptr<Engine> engine_;
-  // --data-parallel-size > 1: replicas 1..N-1 (each its own backend or TP group, model copy and
-  // engine).
+  // --data-parallel-size > 1: replicas 1..N-1 (each its own backend or TP group, model copy,
+  // drafter and engine).
   struct Replica {
     std::unique_ptr<Backend> backend;
     std::shared_ptr<TensorParallelModel> tp;  // with --tensor-parallel-size > 1; model is its rank 0
     std::shared_ptr<Gemma4Model> model;
+    std::shared_ptr<Gemma4Drafter> drafter;  // with --speculative-model: its own, over its model's cache
     std::unique_ptr<Engine> engine;
   };
   std::vector<Replica> replicas_;

@@ -2,7 +2,7 @@
 # Data parallelism: `serve --data-parallel-size 2` (two cpu engines of the demo model behind one
 # endpoint) answers greedy and seeded requests exactly as one engine does, keeps a conversation's
 # repeated prefix on the replica that holds it (prefix-cache hits), reports both replicas' pages in
-# /metrics, and drains and exits cleanly.
+# /metrics, drains and exits cleanly; with an MTP drafter per replica it answers the same.
 # Usage (ctest): bash server_data_parallel.sh GEMMASERVE_BINARY SOURCE_DIR
 set -euo pipefail
 bin="$1"; src="$2"
@@ -48,4 +48,14 @@ PY
 total_two="$(curl -sf "$GS_BASE_URL/metrics" | awk '/^gemmaserve_kv_pages_total/ {s += $2} END {print s}')"
 [ -n "$total_two" ] && [ "${total_two%.*}" -gt 0 ] || fail "no KV page totals in /metrics"
 gs_stop_server || fail "two replicas did not stop cleanly"
-echo "data parallel: OK (answers equal one engine's, prefix hits across turns, pages $total_two)"
+
+# Each replica drafts with its own MTP assistant: the same answers (greedy exact on cpu, seeded as
+# without drafts), and rounds counted over both replicas.
+gs_start_server "$bin" "$work/spec.log" --backend cpu --max-model-len 512 --data-parallel-size 2 \
+  --speculative-model demo-assistant || fail "two replicas with drafters did not start"
+requests "$work/spec.txt"
+diff "$work/one.txt" "$work/spec.txt" || fail "two replicas with drafters answered differently from one engine"
+drafts="$(metric vllm:spec_decode_num_drafts_total)"
+[ -n "$drafts" ] && [ "${drafts%.*}" -gt 0 ] || fail "no drafting rounds counted (vllm:spec_decode_num_drafts_total '$drafts')"
+gs_stop_server || fail "two replicas with drafters did not stop cleanly"
+echo "data parallel: OK (answers equal one engine's, prefix hits across turns, pages $total_two, $drafts drafting rounds with drafters)"
