@@ -135,6 +135,7 @@ const std::vector<Field>& fields() {
       {"gemv.mma_stages", count(2, 4), GS_POLICY_MEMBER(gemv.mma_shape.stages)},
       {"gemv.mma_tiles", count(1, 2), GS_POLICY_MEMBER(gemv.mma_shape.tiles)},
       {"gemv.mma_warps_per_sm", count(1), GS_POLICY_MEMBER(gemv.mma_shape.warps_per_sm)},
+      {"gemv.mma_split_min_stages", count(1, 4), GS_POLICY_MEMBER(gemv.mma_shape.split_min_stages)},
       {"gemv.min_blocks_per_sm", count(1), GS_POLICY_MEMBER(gemv.min_blocks_per_sm)},
       {"gemv.streaming", flag(), GS_POLICY_MEMBER(gemv.streaming)},
       {"gemv.l2_prefetch_mib", mebibytes(false), GS_POLICY_MEMBER(gemv.l2_prefetch_bytes)},

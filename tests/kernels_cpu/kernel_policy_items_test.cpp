@@ -30,6 +30,7 @@ const std::map<std::string, std::string>& non_defaults() {
       {"gemv.mma_stages", "4"},
       {"gemv.mma_tiles", "2"},
       {"gemv.mma_warps_per_sm", "32"},
+      {"gemv.mma_split_min_stages", "2"},
       {"gemv.min_blocks_per_sm", "2"},
       {"gemv.streaming", "false"},
       {"gemv.l2_prefetch_mib", "12.5"},

@@ -60,20 +60,25 @@ TEST_F(Gemv, EveryMOddNBothOutDtypes) {
 }
 
 // The tensor-core variant in every shape it can be set to (shared-memory stages, n8 tiles per warp,
-// K split up to the block's four warps), with rows that leave a warp's tiles short, K below one
-// stage and off the stage size, and M on both sides of 8 (x rows g + 8 loaded or not).
+// K split up to the block's four warps, down to one or two stages a warp), with rows that leave a
+// warp's tiles short, K below one stage and off the stage size, and M on both sides of 8 (x rows
+// g + 8 loaded or not).
 TEST_F(Gemv, TensorCoreVariantInEveryShape) {
   struct NK { int64_t n, k; };
   change_policy([&](cuda::KernelPolicy& p) { p.gemv.mma_min_rows = 1; });
   for (int stages : {2, 3, 4})
     for (int tiles : {1, 2})
-      for (int warps_per_sm : {1, 16, 4096}) {
-        change_policy([&](cuda::KernelPolicy& p) { p.gemv.mma_shape = {stages, tiles, warps_per_sm}; });
+      for (int warps_per_sm : {1, 16, 4096})
+      for (int min_stages : {1, 2}) {
+        if (warps_per_sm == 1 && min_stages == 2) continue;  // no split: the stage bound does not apply
+        change_policy(
+            [&](cuda::KernelPolicy& p) { p.gemv.mma_shape = {stages, tiles, warps_per_sm, min_stages}; });
         for (int64_t m : {1, 3, 8, 9, 16})
           for (NK s : {NK{1, 8}, NK{17, 264}, NK{1536, 2056}, NK{40, 8200}}) {
             const std::string what = "mma " + std::to_string(stages) + "," + std::to_string(tiles) + "," +
-                                     std::to_string(warps_per_sm) + " M=" + std::to_string(m) +
-                                     " N=" + std::to_string(s.n) + " K=" + std::to_string(s.k);
+                                     std::to_string(warps_per_sm) + "," + std::to_string(min_stages) +
+                                     " M=" + std::to_string(m) + " N=" + std::to_string(s.n) +
+                                     " K=" + std::to_string(s.k);
             expect_gemv_matches_cpu(m, s.n, s.k, DType::F32, 1.f, 1e-3, what);
           }
       }

@@ -16,7 +16,7 @@ using cuda::KernelPolicy;
 TEST(KernelPolicyInstall, Sanitises) {
   KernelPolicy set;
   set.gemv.max_rows = 99;
-  set.gemv.mma_shape = {9, 3, 0};
+  set.gemv.mma_shape = {9, 3, 0, 7};
   set.sampling.team = 3;
   set.moe.mma64_bn = 96;
   cuda::set_kernel_policy(set);
@@ -25,6 +25,7 @@ TEST(KernelPolicyInstall, Sanitises) {
   EXPECT_EQ(p.gemv.mma_shape.stages, 3);
   EXPECT_EQ(p.gemv.mma_shape.tiles, 1);
   EXPECT_EQ(p.gemv.mma_shape.warps_per_sm, 1);
+  EXPECT_EQ(p.gemv.mma_shape.split_min_stages, 4);
   EXPECT_EQ(p.sampling.team, 0);
   EXPECT_EQ(p.moe.mma64_bn, 128);
   cuda::set_kernel_policy({});

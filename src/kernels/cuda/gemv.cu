@@ -178,9 +178,11 @@ void launch_mma_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, 
     return (N + rows_per_block - 1) / rows_per_block;
   };
   // As for the FMA kernel: split K in the block while there are fewer warps per SM than the
-  // shape asks and every warp keeps at least two stages.
+  // shape asks and every warp keeps at least split_min_stages stages (decision record "GEMV
+  // tensor-core K split", docs/kernel-policy.md).
+  const int min_stages = policy().mma_shape.split_min_stages;
   while (ks < kWarps && blocks_for(ks) * kWarps < policy().mma_shape.warps_per_sm * sms &&
-         C >= kMmaStageChunks * (2 * ks) * 2)
+         C >= kMmaStageChunks * (2 * ks) * min_stages)
     ks *= 2;
   // Rows past 16 (batch-invariant policy only) take more 16-row tiles in grid y, ordered after the
   // weight blocks so a tile re-reads weights the one before it left in L2 where they fit.

@@ -28,6 +28,7 @@ KernelPolicy sanitized(KernelPolicy p) {
   if (g.mma_shape.stages < 2 || g.mma_shape.stages > 4) g.mma_shape.stages = 3;
   if (g.mma_shape.tiles != 1 && g.mma_shape.tiles != 2) g.mma_shape.tiles = 1;
   g.mma_shape.warps_per_sm = std::max(1, g.mma_shape.warps_per_sm);
+  g.mma_shape.split_min_stages = std::clamp(g.mma_shape.split_min_stages, 1, 4);
   const int t = p.sampling.team;
   if (t != 1 && t != 2 && t != 4 && t != 8) p.sampling.team = 0;
   if (p.moe.mma64_bn != 64) p.moe.mma64_bn = 128;
@@ -81,7 +82,7 @@ std::string KernelPolicy::describe() const {
       "kernels: policy (docs/kernel-policy.md){}\n"
       "  gemv: fma up to {} rows (2 rows on weights with a side <= {}; at one row {}); "
       "tensor-core {}-{} rows on weights {} with K <= {} (fused GeLU {}), {} stages x {} tiles, K split below {} "
-      "warps/SM; fma K split below {} blocks/SM, streaming {}, L2 prefetch {}\n"
+      "warps/SM keeping {} stages a warp; fma K split below {} blocks/SM, streaming {}, L2 prefetch {}\n"
       "  attention: hd256 decode {}; hd512 prefill {}; combine {}; min key tiles per split {}; max splits {}; "
       "TMA Q/O {}; wgmma key tiles start {}\n"
       "  pdl: {} (sm_90)\n"
@@ -96,7 +97,7 @@ std::string KernelPolicy::describe() const {
                                       : fmt::format("weights {} or with K <= 4096", megabytes(g.max_weight_bytes)),
       kGemvMmaMinRows, g.mma_max_rows,
       megabytes(g.mma_max_bytes), g.mma_max_k, megabytes(g.mma_fused_max_bytes), g.mma_shape.stages,
-      g.mma_shape.tiles, g.mma_shape.warps_per_sm, g.min_blocks_per_sm, g.streaming ? "on" : "off",
+      g.mma_shape.tiles, g.mma_shape.warps_per_sm, g.mma_shape.split_min_stages, g.min_blocks_per_sm, g.streaming ? "on" : "off",
       g.l2_prefetch_bytes > 0 ? megabytes(g.l2_prefetch_bytes) : std::string("off"), name(a.hd256_decode),
       name(a.hd512_prefill), name(a.combine),
       a.min_tiles_per_split > 0 ? fmt::format("{}", a.min_tiles_per_split) : std::string("auto (1 narrow, 2 wide)"),

@@ -21,6 +21,7 @@ struct GemvMmaShape {
   int stages = 3;         // shared-memory ring stages per warp: 2, 3 or 4
   int tiles = 1;          // n8 tiles per warp: 1 or 2 (the GeLU forms always use 2)
   int warps_per_sm = 16;  // K is split while the grid has fewer warps per SM than this
+  int split_min_stages = 1;  // ... and each warp keeps at least this many ring stages of K
 };
 
 struct GemvPolicy {
