@@ -24,13 +24,9 @@ TEST_P(SpeculativeEngine, GreedyOutputIsTheSameWithAndWithoutDrafts) {
   Pair p = load_pair(c.pair, c.convention);
   const Workload w = make_workload(24, 11);
   const EngineOptions plain = options(c.max_num_seqs, c.batched_tokens, c.kv_bytes);
-  EngineOptions spec = plain;
-  spec.speculative.drafter = p.drafter;
-  spec.speculative.num_speculative_tokens = c.k;
-  const auto want = run(p, w, plain);
-  EngineStats stats;
-  const auto got = run(p, w, spec, &stats);
-  for (const auto& [id, ref] : want) expect_same_greedy(got.at(id), ref, c.pair + " " + id);
+  const DraftedRuns r = run_with_and_without_drafter(p, w, plain, c.k);
+  const EngineStats& stats = r.stats;
+  for (const auto& [id, ref] : r.plain) expect_same_greedy(r.drafted.at(id), ref, c.pair + " " + id);
   // Rounds happened and were counted under vLLM's rules: per position, acceptance only falls.
   EXPECT_GT(stats.spec_drafts, 0u);
   EXPECT_GE(stats.spec_draft_tokens, stats.spec_drafts);

@@ -107,6 +107,21 @@ inline EngineOptions options(int max_num_seqs, int batched_tokens, size_t kv_byt
   return o;
 }
 
+// The workload without drafts and with p's drafter (k tokens a round), both from `plain`.
+struct DraftedRuns {
+  std::map<std::string, Result> plain, drafted;
+  EngineStats stats;  // of the drafted run
+};
+inline DraftedRuns run_with_and_without_drafter(Pair& p, const Workload& w, const EngineOptions& plain, int k) {
+  EngineOptions spec = plain;
+  spec.speculative.drafter = p.drafter;
+  spec.speculative.num_speculative_tokens = k;
+  DraftedRuns r;
+  r.plain = run(p, w, plain);
+  r.drafted = run(p, w, spec, &r.stats);
+  return r;
+}
+
 // Drafts from a script: the reference run's own greedy continuation, with every draft at a
 // position where hash(id, position) % wrong_every == 0 made wrong. Acceptance is then high and
 // known, so verification's accept paths run: several tokens per step, the bonus token, a stop token

@@ -104,12 +104,10 @@ TEST_P(SpeculativeCuda, GreedyOutputIsExactlyTheSameWithAndWithoutDrafts) {
   for (bool invariant : {true, false}) {
     Pair p = c.pair == "moe" ? moe_pair(cuda_backend(invariant))
                              : load_pair(c.pair, DraftConvention::Transformers, cuda_backend(invariant));
-    EngineOptions spec = plain;
-    spec.speculative.drafter = p.drafter;
-    spec.speculative.num_speculative_tokens = c.k;
-    const auto want = run(p, w, plain);
-    EngineStats stats;
-    const auto got = run(p, w, spec, &stats);
+    const DraftedRuns r = run_with_and_without_drafter(p, w, plain, c.k);
+    const auto& want = r.plain;
+    const auto& got = r.drafted;
+    const EngineStats& stats = r.stats;
     if (!invariant) {
       // The default policy, for the record: verify rows take other kernels than decode rows.
       std::printf("%s, default kernel policy: %d of %zu requests differ with drafts\n", c.pair.c_str(),
