@@ -193,6 +193,8 @@ TEST(SpeculativeEngineForced, AcceptRateSetsTheAcceptanceLength) {
 INSTANTIATE_TEST_SUITE_P(
     Pairs, SpeculativeEngine,
     testing::Values(Case{"dense", 8, 64, 3, 0}, Case{"e2b_like", 8, 64, 4, 0}, Case{"k_eq_v", 4, 16, 2, 0},
+                    // Batch 1: one request at a time.
+                    Case{"e2b_like", 1, 64, 3, 0},
                     Case{"moe", 8, 64, 3, 0},
                     // Small budgets and pools: chunked prefill, verifies cut short, preemption.
                     Case{"dense", 6, 12, 3, 1536 * 1024},
@@ -201,7 +203,7 @@ INSTANTIATE_TEST_SUITE_P(
                     Case{"dense", 6, 12, 3, 1536 * 1024, DraftConvention::Vllm}),
     [](const auto& info) {
       return info.param.pair + "_" + std::to_string(info.param.batched_tokens) + "_k" + std::to_string(info.param.k) +
-             (info.param.kv_bytes ? "_small_kv" : "") +
+             (info.param.kv_bytes ? "_small_kv" : "") + (info.param.max_num_seqs == 1 ? "_batch1" : "") +
              (info.param.convention == DraftConvention::Vllm ? "_vllm" : "");
     });
 

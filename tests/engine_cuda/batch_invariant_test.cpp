@@ -71,12 +71,14 @@ TEST_P(InvariantRows, PrefillVerifyAndDecodeRowsAgreeBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(Fixtures, InvariantRows, testing::Values("dense", "e2b_like", "k_eq_v", "moe"));
 
-// The MoE kind's MTP pair on cuda: fixtures/golden/moe (hidden 48; the draft_golden MoE target's 36
-// is below the cuda kernels' alignment) and the draft_golden MoE assistant's shape bound to it,
-// dummy weights (exactness needs a drafter of the right shapes, not a good one).
-Pair moe_pair(std::unique_ptr<Backend> backend) {
-  Pair p = load_target(golden_target("moe"), std::move(backend));
-  auto ack = Checkpoint::open(std::string(GS_SOURCE_DIR) + "/fixtures/draft_golden/moe/assistant");
+// An MTP pair whose matmuls the batch-invariant GEMV takes (K a multiple of 8). The draft_golden
+// E2B-like and MoE targets have hidden size 36, so for those kinds: the golden target of the kind
+// (hidden 64 / 48) and the draft_golden assistant's shape bound to it, dummy weights (exactness
+// needs a drafter of the right shapes, not a good one). The other pairs as they are.
+Pair aligned_pair(const std::string& kind, std::unique_ptr<Backend> backend) {
+  if (kind != "e2b_like" && kind != "moe") return load_pair(kind, DraftConvention::Transformers, std::move(backend));
+  Pair p = load_target(golden_target(kind), std::move(backend));
+  auto ack = Checkpoint::open(std::string(GS_SOURCE_DIR) + "/fixtures/draft_golden/" + kind + "/assistant");
   nlohmann::json j = ack->config_json();
   j["backbone_hidden_size"] = p.target->config().hidden_size;
   ModelConfig acfg = ModelConfig::from_json(j);
@@ -91,19 +93,20 @@ struct Case {
   std::string pair;
   int max_num_seqs, batched_tokens, k;
   size_t kv_bytes;
+  bool eager = false;  // no CUDA graphs
 };
 
-// The MTP drafter pairs of fixtures/draft_golden (the MoE one rebuilt for cuda: moe_pair).
+// The MTP drafter pairs of fixtures/draft_golden (E2B-like and MoE rebuilt for cuda: aligned_pair).
 class SpeculativeCuda : public testing::TestWithParam<Case> {};
 
 TEST_P(SpeculativeCuda, GreedyOutputIsExactlyTheSameWithAndWithoutDrafts) {
   SKIP_WITHOUT_GPU();
   const Case& c = GetParam();
   const Workload w = make_workload(24, 11);
-  const EngineOptions plain = options(c.max_num_seqs, c.batched_tokens, c.kv_bytes);
+  EngineOptions plain = options(c.max_num_seqs, c.batched_tokens, c.kv_bytes);
+  plain.enforce_eager = c.eager;
   for (bool invariant : {true, false}) {
-    Pair p = c.pair == "moe" ? moe_pair(cuda_backend(invariant))
-                             : load_pair(c.pair, DraftConvention::Transformers, cuda_backend(invariant));
+    Pair p = aligned_pair(c.pair, cuda_backend(invariant));
     const DraftedRuns r = run_with_and_without_drafter(p, w, plain, c.k);
     const auto& want = r.plain;
     const auto& got = r.drafted;
@@ -125,11 +128,15 @@ TEST_P(SpeculativeCuda, GreedyOutputIsExactlyTheSameWithAndWithoutDrafts) {
 INSTANTIATE_TEST_SUITE_P(Pairs, SpeculativeCuda,
                          testing::Values(Case{"dense", 8, 64, 3, 0}, Case{"e2b_like", 8, 64, 4, 0},
                                          Case{"k_eq_v", 4, 16, 2, 0}, Case{"moe", 8, 64, 3, 0},
+                                         // Batch 1 (one request at a time), with and without CUDA graphs.
+                                         Case{"e2b_like", 1, 64, 3, 0}, Case{"e2b_like", 1, 64, 3, 0, true},
+                                         Case{"moe", 1, 64, 3, 0},
                                          // Chunked prefill, verifies cut short, preemption.
                                          Case{"dense", 6, 12, 3, 1536 * 1024}, Case{"e2b_like", 6, 12, 3, 1536 * 1024}),
                          [](const auto& info) {
                            return info.param.pair + "_" + std::to_string(info.param.batched_tokens) + "_k" +
-                                  std::to_string(info.param.k) + (info.param.kv_bytes ? "_small_kv" : "");
+                                  std::to_string(info.param.k) + (info.param.kv_bytes ? "_small_kv" : "") +
+                                  (info.param.max_num_seqs == 1 ? "_batch1" : "") + (info.param.eager ? "_eager" : "");
                          });
 
 // Every golden fixture kind (dense, KV-shared, K=V, MoE) with drafts scripted from the reference

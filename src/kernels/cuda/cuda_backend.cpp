@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -172,10 +173,23 @@ class CudaBackend final : public Backend {
   void matmul(const Tensor& x, const Tensor& w, const Tensor& out) override {
     cuda::check_matmul(x, w, out);
     const int64_t m = x.rows(), n = w.dim(0), k = x.cols();
-    if (gemv_routes(x, w, out))
+    if (gemv_routes(x, w, out)) {
       cuda::launch_gemv(x.data, w.data, out.data, out.dtype, m, n, k, stream_);
-    else
+    } else {
+      if (cuda::kernel_policy().batch_invariant) warn_not_invariant(m, n, k);
       gemm_->matmul_raw(x.data, w.data, out.data, out.dtype, m, n, k);
+    }
+  }
+  // A matmul the batch-invariant GEMV cannot take (K not a multiple of 8, unaligned operands: no
+  // Gemma-4 checkpoint has one; tiny test models do) runs on cuBLASLt, whose bits follow the row
+  // count. Said once, with the first such shape.
+  static void warn_not_invariant(int64_t m, int64_t n, int64_t k) {
+    static std::once_flag once;
+    std::call_once(once, [&] {
+      log::warn("batch invariant: a [{}, {}] x [{}, {}]^T matmul is not one the invariant GEMV takes (K a multiple "
+                "of 8, 16-byte aligned); it and any like it run on cuBLASLt, not batch-invariant",
+                m, k, n, k);
+    });
   }
   // Decode-sized x on a weight the GEMV's FMA kernel streams faster, in a layout it takes
   // (checked operands).
