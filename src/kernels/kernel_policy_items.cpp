@@ -144,6 +144,8 @@ const std::vector<Field>& fields() {
       {"attention.combine", names({"auto", "fused", "separate"}), GS_POLICY_MEMBER(attention.combine)},
       {"attention.min_tiles_per_split", count(0), GS_POLICY_MEMBER(attention.min_tiles_per_split)},
       {"attention.max_splits", count(0, kPolicyMaxSplits), GS_POLICY_MEMBER(attention.max_splits)},
+      {"attention.narrow_max_rows", count(16), GS_POLICY_MEMBER(attention.narrow_max_rows)},
+      {"attention.narrow_max_kv_mib", mebibytes(false), GS_POLICY_MEMBER(attention.narrow_max_kv_bytes)},
       {"attention.tma_qo", flag(), GS_POLICY_MEMBER(attention.tma_qo)},
       {"attention.aligned_key_tiles", flag(), GS_POLICY_MEMBER(attention.aligned_key_tiles)},
       {"pdl.mode", names({"by_step_rows", "always", "never"}), GS_POLICY_MEMBER(pdl.mode)},

@@ -39,6 +39,8 @@ const std::map<std::string, std::string>& non_defaults() {
       {"attention.combine", "separate"},
       {"attention.min_tiles_per_split", "4"},
       {"attention.max_splits", "128"},
+      {"attention.narrow_max_rows", "16"},
+      {"attention.narrow_max_kv_mib", "2.5"},
       {"attention.tma_qo", "false"},
       {"attention.aligned_key_tiles", "true"},
       {"pdl.mode", "never"},

@@ -150,6 +150,7 @@ TEST_F(Attention, VerifyShapes) {
   for (int q = 2; q <= 8; q += 3) {
     expect_exact(make(512, 8, 1, 0, 16, ragged(6, 900, q)), "hd 512 group 8 verify " + std::to_string(q));
     expect_exact(make(256, 4, 2, 512, 16, ragged(6, 900, q)), "hd 256 group 2 verify " + std::to_string(q));
+    expect_exact(make(256, 8, 1, 512, 16, ragged(3, 900, q)), "hd 256 group 8 verify " + std::to_string(q));
   }
 }
 
@@ -394,6 +395,19 @@ TEST_F(Attention, DispatcherSendsTheOverlayToWgmma) {
   c.mm_bidirectional = true;
   const AttnResult r = expect_exact(c, "hd 256 sliding with an image, dispatcher's choice");
   EXPECT_TRUE(cuda::attn::is_wgmma_kernel(cuda::attn::TileKernel(r.kernel))) << "kernel " << r.kernel;
+}
+
+// Verify steps: a few sequences with more than 16 packed query rows take the decode tiles while
+// their key reads stay small, the prefill tiles once long contexts or many sequences multiply them.
+TEST_F(Attention, DispatcherTakesDecodeTilesForSmallVerifySteps) {
+  using cuda::attn::TileKernel;
+  auto chosen = [&](AttnCase c, const std::string& what) { return TileKernel(expect_exact(c, what).kernel); };
+  EXPECT_EQ(chosen(make(256, 8, 1, 512, 16, {{900, 4}}), "hd 256 group 8, 4 queries, window 512"),
+            TileKernel::Hd256Split8);
+  EXPECT_EQ(chosen(make(512, 8, 1, 0, 16, {{900, 8}}), "hd 512 group 8, 8 queries"), TileKernel::Hd512Split8Pair);
+  if (!cuda::attn::wgmma_supported()) return;
+  EXPECT_TRUE(cuda::attn::is_wgmma_kernel(chosen(make(512, 32, 4, 0, 16, {{6000, 4}, {6000, 4}}), "hd 512, 4 KV heads, 6k")));
+  EXPECT_TRUE(cuda::attn::is_wgmma_kernel(chosen(make(256, 8, 1, 0, 16, {{900, 9}, {900, 9}}), "hd 256 group 8, 9 queries")));
 }
 
 // Argument checks run before anything touches the GPU, so they also run where there is none.

@@ -5,9 +5,9 @@
 // One kernel family serves every shape; the plan picks its tile and its split:
 // - prefill / extend (many rows per sequence): wide tiles of 64 packed rows (on Hopper, head dim
 //   256: the wgmma kernel's 128-row tiles, attention_wgmma.cuh; the vision overlay included);
-// - decode and small verify steps (q_len·group <= 16): narrow tiles of 16 rows, so a decode row
-//   block is one m16 tensor-core tile holding all query heads of a KV head (head dim 512: the
-//   split-d decode kernel of attention_decode.cuh);
+// - decode and verify steps (q_len·group <= 16, or a few sequences of up to 64 such rows): narrow
+//   tiles of 16 rows, so a decode row block is one m16 tensor-core tile holding all query heads of
+//   a KV head (head dim 512: the split-d decode kernel of attention_decode.cuh);
 // - the key range is split (flash-decoding) when that shortens the launch: the number of splits
 //   minimises (waves of CTAs) / splits, i.e. fills the SMs without a ragged last wave, each split
 //   keeping at least two key tiles (narrow tiles: one), within the workspace the caller provides;
@@ -148,9 +148,23 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
   throw Error("attention: unknown tile kernel {}", int(k));
 }
 
-// Which kernel serves a batch whose sequences bring at most `rows` packed query rows: the
-// measured winner of each shape class (decision records "Attention: ...", docs/kernel-policy.md),
-// with the policy's choices for head-dim-256 decode and head-dim-512 prefill.
+// Verify steps of a few sequences take the narrow tiles too, several row tiles a sequence: each
+// tile reads the sequence's visible keys and values again, which costs less than the wgmma
+// kernels' fixed cost while the reads stay few (from L2), and more once long contexts, many
+// sequences or KV heads multiply them.
+static bool narrow_tiles(int64_t rows, const AttentionBatch& b, const AttentionParams& p) {
+  if (rows <= 16) return true;
+  const AttentionPolicy& policy = kernel_policy().attention;
+  if (rows > policy.narrow_max_rows) return false;
+  int64_t visible = b.max_kv_len;
+  if (p.sliding_window > 0 && !p.mm_bidirectional) visible = std::min<int64_t>(visible, int64_t(p.sliding_window) + b.max_q_len);
+  const int64_t reads = (rows + 15) / 16 * int64_t(p.num_kv_heads) * b.num_seqs * visible * p.head_dim * 2 * 2;
+  return reads <= policy.narrow_max_kv_bytes;
+}
+
+// Which kernel serves a batch (`narrow`: on the 16-row tiles, above): the measured winner of each
+// shape class (decision records "Attention: ...", docs/kernel-policy.md), with the policy's
+// choices for head-dim-256 decode and head-dim-512 prefill.
 // The wgmma kernels take the row max of the raw scores and apply the scale in the exponent, which
 // needs scale > 0 (a negative scale would reverse the order, zero makes -inf·0 a NaN); other scales
 // go to the mma.sync kernels. The vision-block overlay runs in every kernel (the wgmma ones extend
@@ -158,10 +172,9 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
 // Under the batch-invariant policy one narrow kernel per head dim serves every shape: a row's
 // result depends on the kernel's key tiles (which start at multiples of the tile's keys in the
 // mma.sync kernels) and not on the other rows of its tile, whose masked keys add exact zeros.
-static TileKernel choose_kernel(int head_dim, int64_t rows, int group, int page_size, float scale) {
+static TileKernel choose_kernel(int head_dim, bool narrow, int group, int page_size, float scale) {
   if (kernel_policy().batch_invariant) return head_dim == 256 ? TileKernel::Hd256Narrow : TileKernel::Hd512Split8Pair;
   const AttentionPolicy& policy = kernel_policy().attention;
-  const bool narrow = rows <= 16;
   if (head_dim == 256 && narrow) {
     const Hd256Decode d = policy.hd256_decode;
     if (d == Hd256Decode::Split8 || (d == Hd256Decode::Auto && group >= 8)) return TileKernel::Hd256Split8;
@@ -203,7 +216,8 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
 
   const int hd = p.head_dim, nkv = p.num_kv_heads, grp = p.num_q_heads / p.num_kv_heads;
   const int64_t rows = int64_t(batch.max_q_len) * grp;
-  plan.kernel = force ? *force : choose_kernel(hd, rows, grp, pool.page_size, p.scale);
+  const bool narrow = narrow_tiles(rows, batch, p);
+  plan.kernel = force ? *force : choose_kernel(hd, narrow, grp, pool.page_size, p.scale);
   const TileKernelInfo info = tile_kernel_info(plan.kernel);
   GS_CHECK(info.head_dim == hd, "paged_attention: kernel '{}' cannot serve head dim {}", info.name, hd);
   if (is_wgmma_kernel(plan.kernel)) {
@@ -259,7 +273,7 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
     // "Attention: split cap", docs/kernel-policy.md).
     const int64_t split_cap = key_tiles > 4 * kCombineBatchSplits ? kMaxSplits : kCombineBatchSplits;
     const int64_t max_splits = std::min<int64_t>(
-        {max_splits_knob(), split_cap, key_tiles / min_tiles_per_split(rows <= 16), kSplitCtaBudget / ctas});
+        {max_splits_knob(), split_cap, key_tiles / min_tiles_per_split(narrow), kSplitCtaBudget / ctas});
     splits = choose_splits(ctas, int64_t(sm_count()) * per_sm, max_splits);
     while (splits > 1 && partial_bytes(splits, batch.num_tokens, p.num_q_heads, hd) > workspace_bytes) --splits;
   }

@@ -58,6 +58,13 @@ struct AttentionPolicy {
   CombineMode combine = CombineMode::Auto;
   int min_tiles_per_split = 0;  // key tiles a split keeps at least (0: one for narrow tiles, two otherwise)
   int max_splits = 0;           // cap on the key splits (0: the combine's limit, 128)
+  // Verify steps on the 16-row decode tiles: a batch whose sequences bring more than 16 packed
+  // query rows (q_len · q heads per KV head) still takes them while those rows are at most
+  // narrow_max_rows and its 16-row tiles together read at most narrow_max_kv_bytes of keys and
+  // values (each tile reads its sequence's again); wider steps take the prefill tiles (decision
+  // record "Attention: verify steps on decode tiles", docs/kernel-policy.md).
+  int narrow_max_rows = 64;
+  int64_t narrow_max_kv_bytes = int64_t(16) << 20;
   bool tma_qo = true;           // wgmma kernels load Q and store O through TMA where the shape allows
   // wgmma key tiles start at multiples of the tile's keys, as the mma.sync kernels' do (false: at
   // the first visible key rounded down to 16, so TMA boxes of 8 or 16 keys never straddle a page).
