@@ -166,7 +166,9 @@ void launch_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, cuda
 template <bool kHigh, int kStages, int kTiles, typename OutT, Epi E>
 void launch_mma_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, const bf16* aux,
                   cudaStream_t stream) {
-  auto kernel = gemv_mma_kernel<kHigh, kStages, kTiles, OutT, E>;
+  const bool row_tiled = kernel_policy().batch_invariant;
+  auto kernel = row_tiled ? gemv_mma_kernel<kHigh, kStages, kTiles, OutT, E, true>
+                          : gemv_mma_kernel<kHigh, kStages, kTiles, OutT, E, false>;
   constexpr size_t smem = mma_smem_bytes<kStages, kTiles>();
   allow_smem(kernel, smem);
   const int sms = sm_count();
@@ -184,9 +186,10 @@ void launch_mma_t(const bf16* x, const bf16* w, OutT* out, int M, int N, int K, 
   while (ks < kWarps && blocks_for(ks) * kWarps < policy().mma_shape.warps_per_sm * sms &&
          C >= kMmaStageChunks * (2 * ks) * min_stages)
     ks *= 2;
-  // Rows past 16 (batch-invariant policy only) take more 16-row tiles in grid y, ordered after the
-  // weight blocks so a tile re-reads weights the one before it left in L2 where they fit.
-  const int row_tiles = (M + 15) / 16;
+  // Rows past 16 (batch-invariant policy only, on the row-tiled kernel at every M) take more 16-row
+  // tiles in grid y, ordered after the weight blocks so a tile re-reads weights the one before it
+  // left in L2 where they fit.
+  const int row_tiles = row_tiled ? (M + 15) / 16 : 1;
   launch_pdl("gemv_mma_kernel", kernel, dim3(blocks_for(ks), row_tiles), dim3(kThreads), smem, stream, x, w, out, M,
              N, K, ks, aux);
 }

@@ -57,14 +57,17 @@ __device__ __forceinline__ int mma_weight_row(int unit, int r, int N) {
 // kHigh: M > 8, so x rows g+8 are loaded too (otherwise they are zero).
 // E: the FMA kernel's epilogues (gemv_device.cuh), with the same roundings; aux is GeluMulAux's
 // second factor ([M, N]), read after the wait.
-template <bool kHigh, int kStages, int kTiles, typename OutT, Epi E = Epi::Store>
+// kRowTiles (the batch-invariant policy's form): grid y runs 16-row tiles of any M. A compile-time
+// switch: in the default kernel the tile offsets alone cost 4-8 row steps ~8% (H200, 2026-11-29:
+// E2B's 4-row step 2.59 ms with them, 2.38 without; E4B's 4.21 and 3.88).
+template <bool kHigh, int kStages, int kTiles, typename OutT, Epi E = Epi::Store, bool kRowTiles = false>
 __global__ void __launch_bounds__(kThreads) gemv_mma_kernel(const bf16* __restrict__ x, const bf16* __restrict__ w,
                                                             OutT* __restrict__ out, int M, int N, int K, int ks,
                                                             const bf16* __restrict__ aux) {
   // Row tile y: rows 16·y.. of x, out and aux; M counts the tile's rows. A row's accumulators see
   // only its own x row and the same K order whatever the tile holds, so its bits do not depend on
   // M (the batch-invariant policy relies on this; gemv.h).
-  {
+  if constexpr (kRowTiles) {
     const int64_t m0 = int64_t(blockIdx.y) * 16;
     const int64_t out_cols = E == Epi::GeluMul ? N / 2 : N;
     x += m0 * K;
