@@ -406,8 +406,10 @@ TEST_F(Attention, DispatcherTakesDecodeTilesForSmallVerifySteps) {
             TileKernel::Hd256Split8);
   EXPECT_EQ(chosen(make(512, 8, 1, 0, 16, {{900, 8}}), "hd 512 group 8, 8 queries"), TileKernel::Hd512Split8Pair);
   if (!cuda::attn::wgmma_supported()) return;
-  EXPECT_TRUE(cuda::attn::is_wgmma_kernel(chosen(make(512, 32, 4, 0, 16, {{6000, 4}, {6000, 4}}), "hd 512, 4 KV heads, 6k")));
-  EXPECT_TRUE(cuda::attn::is_wgmma_kernel(chosen(make(256, 8, 1, 0, 16, {{900, 9}, {900, 9}}), "hd 256 group 8, 9 queries")));
+  EXPECT_TRUE(cuda::attn::is_wgmma_kernel(
+      chosen(make(512, 32, 4, 0, 16, {{6000, 4}, {6000, 4}}), "hd 512, 4 KV heads, 6k context")));
+  EXPECT_TRUE(cuda::attn::is_wgmma_kernel(
+      chosen(make(256, 8, 1, 0, 16, {{900, 9}, {900, 9}}), "hd 256 group 8, 9 queries")));
 }
 
 // Argument checks run before anything touches the GPU, so they also run where there is none.

@@ -148,6 +148,14 @@ TileKernelInfo tile_kernel_info(TileKernel k) {
   throw Error("attention: unknown tile kernel {}", int(k));
 }
 
+// Keys a sequence's row tile can see: a sliding layer's window (plus the tile's own span), not the
+// context.
+static int64_t visible_keys(const AttentionBatch& b, const AttentionParams& p) {
+  if (p.sliding_window > 0 && !p.mm_bidirectional)
+    return std::min<int64_t>(b.max_kv_len, int64_t(p.sliding_window) + b.max_q_len);
+  return b.max_kv_len;
+}
+
 // Verify steps of a few sequences take the narrow tiles too, several row tiles a sequence: each
 // tile reads the sequence's visible keys and values again, which costs less than the wgmma
 // kernels' fixed cost while the reads stay few (from L2), and more once long contexts, many
@@ -156,10 +164,8 @@ static bool narrow_tiles(int64_t rows, const AttentionBatch& b, const AttentionP
   if (rows <= 16) return true;
   const AttentionPolicy& policy = kernel_policy().attention;
   if (rows > policy.narrow_max_rows) return false;
-  int64_t visible = b.max_kv_len;
-  if (p.sliding_window > 0 && !p.mm_bidirectional) visible = std::min<int64_t>(visible, int64_t(p.sliding_window) + b.max_q_len);
-  const int64_t reads = (rows + 15) / 16 * int64_t(p.num_kv_heads) * b.num_seqs * visible * p.head_dim * 2 * 2;
-  return reads <= policy.narrow_max_kv_bytes;
+  const int64_t kv_bytes_per_tile = int64_t(p.num_kv_heads) * visible_keys(b, p) * p.head_dim * 2 * 2;
+  return (rows + 15) / 16 * b.num_seqs * kv_bytes_per_tile <= policy.narrow_max_kv_bytes;
 }
 
 // Which kernel serves a batch (`narrow`: on the 16-row tiles, above): the measured winner of each
@@ -263,11 +269,7 @@ AttentionPlan plan_attention(const Tensor& q, const AttentionBatch& batch, KvGro
     const int per_sm = is_wgmma_kernel(plan.kernel) ? 1  // 193-225 KB of shared memory per CTA
                        : hd == 256                  ? tile_kernel_occupancy_hd256(plan.kernel)
                                                     : tile_kernel_occupancy_hd512(plan.kernel);
-    // Keys a row tile can see: a sliding layer's window (plus the tile's own span), not the context.
-    int64_t visible = batch.max_kv_len;
-    if (p.sliding_window > 0 && !p.mm_bidirectional)
-      visible = std::min<int64_t>(visible, int64_t(p.sliding_window) + batch.max_q_len);
-    const int64_t key_tiles = (visible + info.keys - 1) / info.keys;
+    const int64_t key_tiles = (visible_keys(batch, p) + info.keys - 1) / info.keys;
     // Past 32 splits the combine loads the partials in more than one round trip (32 splits a
     // batch): worth it only where 32 splits would keep more than 4 key tiles each (decision record
     // "Attention: split cap", docs/kernel-policy.md).

@@ -170,7 +170,8 @@ __global__ void cluster_dots_vec_kernel(const __nv_bfloat16* d, const __nv_bfloa
     uint4 raw[kTokensPerWarp];
 #pragma unroll
     for (int u = 0; u < kTokensPerWarp; ++u)
-      raw[u] = t[u] >= 0 ? __ldg(reinterpret_cast<const uint4*>(embed + int64_t(t[u]) * H) + c) : make_uint4(0, 0, 0, 0);
+      raw[u] = t[u] >= 0 ? __ldg(reinterpret_cast<const uint4*>(embed + int64_t(t[u]) * H) + c)
+                         : make_uint4(0, 0, 0, 0);
     const float* x = dr + c * 8;
 #pragma unroll
     for (int u = 0; u < kTokensPerWarp; ++u) {
@@ -308,9 +309,10 @@ void launch_centroid_head_argmax(const Tensor& d, const Tensor& embed, const Ten
     const int blocks_per_cluster = (per + kDotWarps * kTokensPerWarp - 1) / (kDotWarps * kTokensPerWarp);
     const size_t smem = size_t(H) * 4;
     allow_smem(cluster_dots_vec_kernel, smem);
-    launch_pdl("cluster_dots_vec_kernel", cluster_dots_vec_kernel, dim3(unsigned(top_k * blocks_per_cluster), unsigned(R)),
-               dim3(32 * kDotWarps), smem, stream, d.ptr<const __nv_bfloat16>(), embed.ptr<const __nv_bfloat16>(), H,
-               token_ordering.ptr<const int>(), per, s.chosen, top_k, blocks_per_cluster, s.best);
+    const dim3 vec_grid(unsigned(top_k * blocks_per_cluster), unsigned(R));
+    launch_pdl("cluster_dots_vec_kernel", cluster_dots_vec_kernel, vec_grid, dim3(32 * kDotWarps), smem, stream,
+               d.ptr<const __nv_bfloat16>(), embed.ptr<const __nv_bfloat16>(), H, token_ordering.ptr<const int>(), per,
+               s.chosen, top_k, blocks_per_cluster, s.best);
   } else if (d.dtype == DType::BF16)
     launch_cluster_dots<__nv_bfloat16>(d, embed, token_ordering, per, s, top_k, grid, stream);
   else if (d.dtype == DType::F32)
