@@ -29,6 +29,8 @@ KernelPolicy sanitized(KernelPolicy p) {
   if (g.mma_shape.tiles != 1 && g.mma_shape.tiles != 2) g.mma_shape.tiles = 1;
   g.mma_shape.warps_per_sm = std::max(1, g.mma_shape.warps_per_sm);
   g.mma_shape.split_min_stages = std::clamp(g.mma_shape.split_min_stages, 1, 4);
+  p.attention.narrow_max_rows = std::max(16, p.attention.narrow_max_rows);
+  p.attention.narrow_max_kv_bytes = std::max<int64_t>(0, p.attention.narrow_max_kv_bytes);
   const int t = p.sampling.team;
   if (t != 1 && t != 2 && t != 4 && t != 8) p.sampling.team = 0;
   if (p.moe.mma64_bn != 64) p.moe.mma64_bn = 128;
@@ -84,7 +86,7 @@ std::string KernelPolicy::describe() const {
       "tensor-core {}-{} rows on weights {} with K <= {} (fused GeLU {}), {} stages x {} tiles, K split below {} "
       "warps/SM keeping {} stages a warp; fma K split below {} blocks/SM, streaming {}, L2 prefetch {}\n"
       "  attention: hd256 decode {}; hd512 prefill {}; combine {}; min key tiles per split {}; max splits {}; "
-      "TMA Q/O {}; wgmma key tiles start {}\n"
+      "decode tiles for up to {} rows a sequence while they read <= {} of KV; TMA Q/O {}; wgmma key tiles start {}\n"
       "  pdl: {} (sm_90)\n"
       "  sampling: window {}, CTAs per row {}\n"
       "  moe: {} (gemv up to {} routed rows), 64-row tiles of {} weight rows\n"
@@ -101,7 +103,8 @@ std::string KernelPolicy::describe() const {
       g.l2_prefetch_bytes > 0 ? megabytes(g.l2_prefetch_bytes) : std::string("off"), name(a.hd256_decode),
       name(a.hd512_prefill), name(a.combine),
       a.min_tiles_per_split > 0 ? fmt::format("{}", a.min_tiles_per_split) : std::string("auto (1 narrow, 2 wide)"),
-      a.max_splits > 0 ? fmt::format("{}", a.max_splits) : std::string("128"), a.tma_qo ? "on" : "off",
+      a.max_splits > 0 ? fmt::format("{}", a.max_splits) : std::string("128"), a.narrow_max_rows,
+      megabytes(a.narrow_max_kv_bytes), a.tma_qo ? "on" : "off",
       a.aligned_key_tiles ? "at multiples of the tile's keys" : "at the first visible key rounded down to 16", pdl_rows, sampling.window ? "on" : "off",
       sampling.team > 0 ? fmt::format("{}", sampling.team) : std::string("auto"), name(moe.path), moe.gemv_max_rows,
       moe.mma64_bn, gemm.exact_plans ? "per row count" : "per row count to 64, then per power of two");
