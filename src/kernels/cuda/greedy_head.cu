@@ -234,8 +234,9 @@ Scratch carve(void* scratch, int64_t rows) {
 
 template <typename T>
 void launch_cluster_dots(const Tensor& d, const Tensor& embed, const Tensor& token_ordering, int per, const Scratch& s,
-                         int top_k, dim3 grid, cudaStream_t stream) {
+                         int top_k, cudaStream_t stream) {
   const int H = int(d.cols());
+  const dim3 grid{unsigned(top_k), unsigned(d.rows())};
   const size_t smem = size_t(H) * 4;
   allow_smem(cluster_dots_kernel<T>, smem);
   launch_pdl("cluster_dots_kernel", cluster_dots_kernel<T>, grid, dim3(256), smem, stream, d.ptr<const T>(),
@@ -291,12 +292,12 @@ void launch_centroid_head_argmax(const Tensor& d, const Tensor& embed, const Ten
           ", top ", top_k);
   if (R == 0) return;
   const Scratch s = carve(scratch, R);
-  int pow2 = 1;
-  while (pow2 < C) pow2 <<= 1;
   if (top_k <= 32) {
     launch_pdl("top32_clusters_kernel", top32_clusters_kernel, R, 1024, 0, stream, centroid_scores.ptr<float>(), C,
                top_k, s.chosen, s.best);
   } else {
+    int pow2 = 1;
+    while (pow2 < C) pow2 <<= 1;
     const size_t sort_smem = size_t(pow2) * 8;
     allow_smem(top_clusters_kernel, sort_smem);
     launch_pdl("top_clusters_kernel", top_clusters_kernel, R, 1024, sort_smem, stream, centroid_scores.ptr<float>(),
@@ -304,7 +305,6 @@ void launch_centroid_head_argmax(const Tensor& d, const Tensor& embed, const Ten
   }
   GS_CUDA_LAUNCHED("top_clusters");
   const int per = int(V / C);
-  const dim3 grid{unsigned(top_k), unsigned(R)};
   if (d.dtype == DType::BF16 && H % 8 == 0) {
     const int blocks_per_cluster = (per + kDotWarps * kTokensPerWarp - 1) / (kDotWarps * kTokensPerWarp);
     const size_t smem = size_t(H) * 4;
@@ -314,9 +314,9 @@ void launch_centroid_head_argmax(const Tensor& d, const Tensor& embed, const Ten
                d.ptr<const __nv_bfloat16>(), embed.ptr<const __nv_bfloat16>(), H, token_ordering.ptr<const int>(), per,
                s.chosen, top_k, blocks_per_cluster, s.best);
   } else if (d.dtype == DType::BF16)
-    launch_cluster_dots<__nv_bfloat16>(d, embed, token_ordering, per, s, top_k, grid, stream);
+    launch_cluster_dots<__nv_bfloat16>(d, embed, token_ordering, per, s, top_k, stream);
   else if (d.dtype == DType::F32)
-    launch_cluster_dots<float>(d, embed, token_ordering, per, s, top_k, grid, stream);
+    launch_cluster_dots<float>(d, embed, token_ordering, per, s, top_k, stream);
   else
     fail(str_cat(op, ": d has dtype ", dtype_name(d.dtype), "; expected bf16 or f32"));
   GS_CUDA_LAUNCHED("cluster_dots");
